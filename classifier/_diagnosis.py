@@ -1,0 +1,101 @@
+"""The answer: one `Diagnosis` per log, the contract between the engine and every front end."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+UNKNOWN = "unknown"
+
+
+@dataclasses.dataclass(frozen=True)
+class IncidentRef:
+    id: str
+    title: str
+    cause: str
+    first_action: str
+    fix_or_status: str
+    section: str | None
+    link: str
+    sources: tuple[str, ...]
+    verify: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    category: str
+    incident: str | None
+    score: float
+    title: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class EvidenceLine:
+    line: int
+    text: str                # redacted
+    rank: str | None = None
+    category: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Initiating:
+    line: int
+    text: str                # redacted
+    rank: str | None = None
+    timestamp: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Symptom:
+    category: str
+    line: int
+    text: str                # redacted
+    rank: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Diagnosis:
+    category: str
+    confidence: float
+    incident: IncidentRef | None
+    top: tuple[Candidate, ...]
+    evidence: tuple[EvidenceLine, ...]
+    initiating: Initiating | None
+    symptoms: tuple[Symptom, ...]
+    engine: str | None
+    versions: dict[str, str]
+    category_title: str = ""
+    passes: dict[str, Any] = dataclasses.field(default_factory=dict)  # per-pass votes, for eval and debugging
+    timings_ms: dict[str, float] = dataclasses.field(default_factory=dict)
+    file: str | None = None
+    lines_read: int = 0
+
+    @property
+    def is_unknown(self) -> bool:
+        return self.category == UNKNOWN
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["confidence"] = round(self.confidence, 3)
+        out["top"] = [dict(c.__dict__, score=round(c.score, 3)) for c in self.top]
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Diagnosis":
+        inc = data.get("incident")
+        init = data.get("initiating")
+        return cls(
+            category=data["category"], confidence=float(data["confidence"]),
+            incident=IncidentRef(**{**inc, "sources": tuple(inc.get("sources", ()))}) if inc else None,
+            top=tuple(Candidate(**c) for c in data.get("top", ())),
+            evidence=tuple(EvidenceLine(**e) for e in data.get("evidence", ())),
+            initiating=Initiating(**init) if init else None,
+            symptoms=tuple(Symptom(**s) for s in data.get("symptoms", ())),
+            engine=data.get("engine"), versions=dict(data.get("versions") or {}),
+            category_title=data.get("category_title", ""), passes=dict(data.get("passes") or {}),
+            timings_ms=dict(data.get("timings_ms") or {}), file=data.get("file"), lines_read=int(data.get("lines_read", 0)),
+        )

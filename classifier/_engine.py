@@ -1,0 +1,207 @@
+"""The pipeline in one place: ingest → extract → rules / retrieve / classify → fuse → Diagnosis.
+
+`Engine` holds what is costly to build (the scanner, the embedder, the index, the trained model) and
+builds each on first use, never at import; `warm()` builds them ahead of the first request.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from typing import Protocol
+
+from servetriage._settings import Settings
+from servetriage.corpus import Corpus, Incident, load_corpus
+
+from ._diagnosis import UNKNOWN, Candidate, Diagnosis, EvidenceLine, IncidentRef, Initiating, Symptom
+from ._extract import Extract, extract
+from ._fuse import Fusion, PassScores, Weights, fuse
+from ._ingest import LogText, from_text
+from ._precedence import Ordering, order
+from ._redact import redact
+from ._rules import Scanner
+
+MAX_EVIDENCE = 8
+MAX_EVIDENCE_CHARS = 400
+
+
+class LearnedPass(Protocol):
+    """A pass that scores categories from the extracted lines (retrieval, classifier)."""
+
+    name: str
+
+    def score(self, ex: Extract) -> PassScores: ...
+
+
+class Engine:
+    """Diagnoses logs. Thread-safe once warm; one per process is enough."""
+
+    def __init__(self, settings: Settings | None = None, corpus: Corpus | None = None,
+                 passes: tuple[LearnedPass, ...] | None = None, weights: Weights | None = None) -> None:
+        self.settings = settings or Settings.from_env()
+        self._corpus = corpus
+        self._passes = passes
+        self._weights = weights
+        self._lock = threading.Lock()
+
+    # -- lazily built parts -------------------------------------------------------------------
+    @property
+    def corpus(self) -> Corpus:
+        if self._corpus is None:
+            with self._lock:
+                if self._corpus is None:
+                    self._corpus = load_corpus(self.settings.extra_corpus_dirs)
+        return self._corpus
+
+    @functools.cached_property
+    def scanner(self) -> Scanner:
+        return Scanner(self.corpus)
+
+    @property
+    def passes(self) -> tuple[LearnedPass, ...]:
+        if self._passes is None:
+            with self._lock:
+                if self._passes is None:
+                    self._passes, self._weights = self._load_learned()
+        return self._passes
+
+    @property
+    def weights(self) -> Weights:
+        self.passes
+        return self._weights or Weights()
+
+    def _load_learned(self) -> tuple[tuple[LearnedPass, ...], Weights | None]:
+        from ._learned import load_learned_passes  # heavy imports only when learned passes are wanted
+        return load_learned_passes(self.settings, self.corpus)
+
+    def warm(self) -> "Engine":
+        """Build every part now (the bot calls this before it reports ready)."""
+        self.scanner
+        self.passes
+        self.diagnose_text("warm-up: RuntimeError: CUDA error: out of memory")
+        return self
+
+    # -- diagnosis ----------------------------------------------------------------------------
+    def diagnose_text(self, text: str, name: str | None = None) -> Diagnosis:
+        return self.diagnose(from_text(text, name or "-"))
+
+    def diagnose(self, log: LogText) -> Diagnosis:
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        ex = extract(log.text)
+        t1 = time.perf_counter()
+        hits = self.scanner.scan(log.text)
+        ordering = order(hits)
+        t2 = time.perf_counter()
+        timings["extract_ms"] = (t1 - t0) * 1000
+        timings["rules_ms"] = (t2 - t1) * 1000
+        learned: dict[str, PassScores] = {}
+        if ex.lines and log.text.strip():
+            for p in self.passes:
+                ts = time.perf_counter()
+                learned[p.name] = p.score(ex)
+                timings[f"{p.name}_ms"] = (time.perf_counter() - ts) * 1000
+        rule_incidents = _rule_incidents(ordering)
+        fusion = fuse(ordering, learned.get("retrieval"), learned.get("classifier"), self.weights, rule_incidents)
+        diagnosis = self._build(log, ex, ordering, fusion, learned)
+        timings["total_ms"] = (time.perf_counter() - t0) * 1000
+        return _with_timings(diagnosis, timings)
+
+    def _build(self, log: LogText, ex: Extract, ordering: Ordering, fusion: Fusion,
+               learned: dict[str, PassScores]) -> Diagnosis:
+        corpus = self.corpus
+        ranking = list(fusion.ranking)
+        category = ranking[0][0] if ranking else UNKNOWN
+        confidence = fusion.confidence if ranking else 0.0
+        if not log.text.strip():
+            category, confidence = UNKNOWN, 0.0
+        elif ranking and confidence < self.settings.min_confidence and ordering.initiating is None:
+            category = UNKNOWN
+        top = tuple(
+            Candidate(category=c, incident=fusion.incident_for.get(c), score=round(s, 4),
+                      title=corpus.categories[c].title if c in corpus.categories else "")
+            for c, s in ranking[:5]
+        )
+        incident = None
+        if category != UNKNOWN:
+            inc = corpus.incident(fusion.incident_for.get(category, "")) or next(corpus.by_category(category), None)
+            incident = self._ref(inc) if inc else None
+        initiating = None
+        symptoms: tuple[Symptom, ...] = ()
+        if ordering.initiating is not None and category == ordering.initiating.category:
+            line = ordering.initiating.best.line
+            initiating = Initiating(line=line.no, text=_clip(redact(line.text)), rank=line.rank, timestamp=line.timestamp)
+            symptoms = tuple(Symptom(category=e.category, line=e.line_no, text=_clip(redact(e.best.line.text)),
+                                     rank=e.best.line.rank) for e in ordering.symptoms)
+        elif category != UNKNOWN:
+            first = _first_fault_line(ex)
+            if first is not None:
+                initiating = Initiating(line=first.no, text=_clip(redact(first.text)), rank=first.rank,
+                                        timestamp=first.timestamp)
+        evidence = self._evidence(ex, ordering, category)
+        return Diagnosis(
+            category=category, confidence=round(confidence, 4), incident=incident, top=top, evidence=evidence,
+            initiating=initiating, symptoms=symptoms, engine=ex.engine, versions=ex.versions,
+            category_title=corpus.categories[category].title if category in corpus.categories else "",
+            passes={"rules": {c: round(s, 3) for c, s in ordering.scores.items()},
+                    **{name: {c: round(s, 3) for c, s in sorted(p.scores.items(), key=lambda kv: -kv[1])[:5]}
+                       for name, p in learned.items()}},
+            file=log.name, lines_read=ex.total_lines,
+        )
+
+    def _ref(self, inc: Incident) -> IncidentRef:
+        base = self.settings.manual_base_url
+        if inc.sections:
+            link = f"{base.rstrip('/')}/#section-{inc.sections[0]}"
+        else:
+            link = next((s for s in inc.sources if s.startswith("http")), base)
+        return IncidentRef(id=inc.id, title=inc.title, cause=inc.cause, first_action=inc.first_action,
+                           fix_or_status=inc.fix_or_status, section=inc.section, link=link, sources=inc.sources,
+                           verify=inc.verify)
+
+    def _evidence(self, ex: Extract, ordering: Ordering, category: str) -> tuple[EvidenceLine, ...]:
+        """The rule hits of the answer first, then the exception lines the learned passes read."""
+        chosen: dict[int, EvidenceLine] = {}
+        for e in ordering.events:
+            if e.category == category or (ordering.initiating is not None and e is ordering.initiating):
+                chosen.setdefault(e.line_no, EvidenceLine(e.line_no, _clip(redact(e.best.line.text)), e.best.line.rank, e.category))
+        for sym in ordering.symptoms:
+            chosen.setdefault(sym.line_no, EvidenceLine(sym.line_no, _clip(redact(sym.best.line.text)), sym.best.line.rank, sym.category))
+        if len(chosen) < 3:
+            for line in ex.lines:
+                if line.frame:
+                    continue
+                if line.exception or line.level in ("ERROR", "FATAL", "CRITICAL"):
+                    chosen.setdefault(line.no, EvidenceLine(line.no, _clip(redact(line.text)), line.rank, None))
+                if len(chosen) >= 4:
+                    break
+        return tuple(sorted(chosen.values(), key=lambda e: e.line)[:MAX_EVIDENCE])
+
+
+def _rule_incidents(ordering: Ordering) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for e in ordering.events:
+        cur = out.get(e.category)
+        if cur is None:
+            out[e.category] = e.best.incident
+    if ordering.initiating is not None:
+        out[ordering.initiating.category] = ordering.initiating.best.incident
+    return out
+
+
+def _first_fault_line(ex: Extract):
+    for line in ex.lines:
+        if line.exception or line.level in ("ERROR", "FATAL", "CRITICAL"):
+            return line
+    return None
+
+
+def _clip(text: str) -> str:
+    text = text.rstrip()
+    return text if len(text) <= MAX_EVIDENCE_CHARS else text[: MAX_EVIDENCE_CHARS - 1] + "…"
+
+
+def _with_timings(d: Diagnosis, timings: dict[str, float]) -> Diagnosis:
+    import dataclasses
+    return dataclasses.replace(d, timings_ms={k: round(v, 2) for k, v in timings.items()})

@@ -1,0 +1,276 @@
+"""Finding the lines that matter: tracebacks as units, error lines, and who said them when.
+
+A pasted log mixes ranks, processes and noise. This module reads each line's engine prefix (SGLang
+`[time DPn TPn]`, vLLM `(EngineCore_0 pid=…)` and `LEVEL mm-dd hh:mm:ss [file:n]`, torchrun
+`[rankN]:`, TensorRT-LLM `[TRT-LLM][ERROR]`) so that the earliest fault and its rank can be named,
+and keeps a traceback together with its final exception line, per rank.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Iterable
+
+import re2
+
+from ._types import Line
+
+MAX_SALIENT = 600           # salient lines kept: the first half and the last half of them
+MAX_TRACEBACK_LINES = 80    # frames kept per traceback (its head and its tail)
+FALLBACK_TAIL = 25          # lines kept from a log that has no salient line at all
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+_RE2_OPTIONS.max_mem = 64 << 20
+
+# One pass over the whole text finds candidate lines; Python then looks only at those.
+_SALIENT = (
+    r"Traceback \(most recent call last\)|Error\b|[Ee]xception\b|\bERROR\b|\bFATAL\b|\bCRITICAL\b|\bWARN(?:ING)?\b|"
+    r"\b[Ee]rror\b|\[E\]|\bCUDA\b|\bcuda[A-Z_]|\bNCCL\b|\bnccl[A-Z]|\bMPI_|\bNVRM\b|\bXid\b|CUBLAS|cuDNN|\bHIP\b|"
+    r"\b[Kk]illed\b|\bSIG[A-Z]{3,}|[Ss]ignal\b|exit code|exited with|core dumped|Aborted|terminate called|what\(\):|"
+    r"[Aa]ssert|\bOOM\b|[Oo]ut of memory|[Tt]imed out|[Tt]imeout|\bdied\b|\bdead\b|[Ff]ailed|[Ff]ailure|"
+    r"[Uu]nable to|[Cc]annot |[Cc]ould not|not supported|[Uu]nsupported|[Ii]nvalid|unrecognized|No such file|"
+    r"[Pp]ermission denied|[Rr]efused|preempted|[Rr]etract|[Ee]vict|\bleak|\bhang|\bstuck\b|[Uu]nexpected|"
+    r"[Tt]hroughput|\bTTFT\b|\bITL\b|[Ll]atency|[Hh]it rate|#cached-token|[Tt]emperature|[Dd]eterministic|"
+    r"[Nn]ot enough|[Ii]nsufficient|[Ee]xceed|too (?:small|large|long|old)|[Dd]eprecat|[Mm]ismatch"
+)
+_SALIENT_RE = re2.compile(_SALIENT, _RE2_OPTIONS)
+
+_SGLANG = re.compile(r"^\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)((?: (?:[DTPE]P|PP|CP)\d+)*)\] ?")
+_VLLM_PROC = re.compile(r"^\(([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*)(?: rank=(\d+))?(?: pid=(\d+))?(?:, ip=[^)]*)?\) ?")
+_LEVEL = re.compile(r"^(INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\s+(\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)?\s+(?:\[[\w./-]+(?::\d+)?\]|[\w./-]+:\d+\])\s?")
+_TORCHRUN = re.compile(r"^\[(?:rank|default)(\d+)\]:\s?")
+_TRT = re.compile(r"^(?:\[(\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d)\]\s*)?\[(?:TRT-LLM|TensorRT-LLM)\]\s*\[?(ERROR|E|W|WARNING|I|INFO|F|FATAL)\]\s*")
+_ISO = re.compile(r"^(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?:Z|[+-]\d\d:?\d\d)?\s*(?:-\s*)?(?:(?:\[?(INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\]?)\s*(?:-\s*)?)?")
+_BODY_RANK = re.compile(r"\b(?:[Rr]ank|RANK)[ =:]?(\d+)\b|\bTP_?(\d+)\b")
+_EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|error)\b(?::|$)|^[a-z_][\w.]*\.[A-Z]\w*(?::|$)")
+
+_MONTHS = ("", "01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12")
+
+
+@dataclasses.dataclass(frozen=True)
+class Extract:
+    """What the later passes read: the salient lines, the engine, the versions it shows."""
+
+    lines: tuple[Line, ...]
+    engine: str | None
+    versions: dict[str, str]
+    total_lines: int
+
+    @property
+    def query_text(self) -> str:
+        """The salient lines' bodies, frames left out: what retrieval and the classifier see."""
+        return "\n".join(l.body for l in self.lines if not l.frame)
+
+
+def parse_prefix(raw: str) -> tuple[str, str | None, str | None, str | None]:
+    """Peel engine prefixes off one line: (body, rank, timestamp key, level)."""
+    body, rank, stamp, level = raw, None, None, None
+    for _ in range(4):
+        m = _VLLM_PROC.match(body)
+        if m and (m.group(2) or m.group(3) or m.group(1).startswith(("EngineCore", "Worker", "APIServer", "Vllm", "Ray"))):
+            name = m.group(1)
+            if m.group(2) is not None:
+                rank = rank or f"rank {m.group(2)}"
+            elif name.startswith("Worker_") or name.startswith("EngineCore_"):
+                rank = rank or name.split("_", 1)[1] if name.startswith("Worker_") else rank or name
+            else:
+                rank = rank or name + (f" pid={m.group(3)}" if m.group(3) else "")
+            body = body[m.end():]
+            continue
+        m = _SGLANG.match(body)
+        if m:
+            stamp = stamp or _stamp(m.group(1))
+            if m.group(2).strip():
+                rank = rank or m.group(2).strip()
+            body = body[m.end():]
+            continue
+        m = _TORCHRUN.match(body)
+        if m:
+            rank = rank or f"rank {m.group(1)}"
+            body = body[m.end():]
+            continue
+        m = _LEVEL.match(body)
+        if m:
+            level = level or ("WARNING" if m.group(1) == "WARN" else m.group(1))
+            stamp = stamp or m.group(2)
+            body = body[m.end():]
+            continue
+        m = _TRT.match(body)
+        if m:
+            level = level or {"E": "ERROR", "W": "WARNING", "I": "INFO", "F": "FATAL"}.get(m.group(2), m.group(2))
+            if m.group(1):
+                mo, d, rest = m.group(1)[0:2], m.group(1)[3:5], m.group(1)[11:]
+                stamp = stamp or f"{mo}-{d} {rest}"
+            body = body[m.end():]
+            continue
+        m = _ISO.match(body)
+        if m and m.end() > 0:
+            stamp = stamp or _stamp(m.group(1))
+            level = level or m.group(2)
+            body = body[m.end():]
+            continue
+        break
+    if rank is None:
+        m = _BODY_RANK.search(body)
+        if m:
+            rank = f"rank {m.group(1)}" if m.group(1) else f"TP{m.group(2)}"
+    return body, rank, stamp, level
+
+
+def _stamp(value: str) -> str:
+    """A sortable key, month-first: vLLM prints no year, so keys leave it out."""
+    value = value.replace("T", " ").replace(",", ".")
+    return value[5:] if len(value) >= 19 and value[4] == "-" else value
+
+
+def extract(text: str) -> Extract:
+    """Pick the salient lines of `text` (tracebacks whole, per rank) with their prefixes parsed."""
+    total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    picked = _candidate_lines(text)
+    if not picked:
+        picked = _tail_lines(text, FALLBACK_TAIL)
+    lines = _assemble(text, picked)
+    return Extract(lines=tuple(lines), engine=detect_engine(text), versions=detect_versions(text), total_lines=total)
+
+
+def _candidate_lines(text: str) -> list[tuple[int, int, int]]:
+    """(line number, start, end) of lines with a salient word, found in one RE2 pass."""
+    out: list[tuple[int, int, int]] = []
+    line_no, pos_counted = 1, 0
+    last_start = -1
+    for m in _SALIENT_RE.finditer(text):
+        start = text.rfind("\n", 0, m.start()) + 1
+        if start == last_start:
+            continue
+        last_start = start
+        line_no += text.count("\n", pos_counted, start)
+        pos_counted = start
+        end = text.find("\n", m.end())
+        out.append((line_no, start, len(text) if end < 0 else end))
+    return out
+
+
+def _tail_lines(text: str, n: int) -> list[tuple[int, int, int]]:
+    spans: list[tuple[int, int, int]] = []
+    pos, no = 0, 1
+    for raw in text.split("\n"):
+        if raw.strip():
+            spans.append((no, pos, pos + len(raw)))
+        pos += len(raw) + 1
+        no += 1
+    return spans[-n:]
+
+
+def _assemble(text: str, picked: list[tuple[int, int, int]]) -> list[Line]:
+    """Turn candidate spans into `Line`s; a traceback header pulls in its frames and exception line."""
+    if len(picked) > MAX_SALIENT:
+        picked = picked[: MAX_SALIENT // 2] + picked[-MAX_SALIENT // 2:]
+    lines: list[Line] = []
+    seen: set[int] = set()
+    block = 0
+    for no, start, end in picked:
+        if no in seen:
+            continue
+        raw = text[start:end]
+        body, rank, stamp, level = parse_prefix(raw)
+        block += 1
+        if body.lstrip().startswith("Traceback (most recent call last)"):
+            unit = _traceback(text, no, end, rank, block)
+            for line in unit:
+                seen.add(line.no)
+            lines.extend(unit)
+            continue
+        seen.add(no)
+        lines.append(Line(no=no, text=raw, body=body.strip(), rank=rank, timestamp=stamp, level=level, block=block))
+    lines.sort(key=lambda l: l.no)
+    return lines
+
+
+def _traceback(text: str, no: int, end: int, rank: str | None, block: int) -> list[Line]:
+    """Read forward from a traceback header, following only lines of the same rank."""
+    header_raw = text[text.rfind("\n", 0, end - 1) + 1: end]
+    body, _, stamp, level = parse_prefix(header_raw)
+    unit = [Line(no=no, text=header_raw, body=body.strip(), rank=rank, timestamp=stamp, level=level, block=block)]
+    pos, cur, frames, trailing = end + 1, no, 0, 0
+    scanned = 0
+    while pos < len(text) and scanned < 4000:
+        nl = text.find("\n", pos)
+        raw = text[pos: len(text) if nl < 0 else nl]
+        pos = len(text) if nl < 0 else nl + 1
+        cur += 1
+        scanned += 1
+        b, r, s, lv = parse_prefix(raw)
+        if r != rank and rank is not None and r is not None:
+            continue  # another rank's line interleaved: skip it, keep reading ours
+        if not b.strip():
+            if trailing:
+                break
+            continue
+        indented = b[:1] in (" ", "\t") or b.lstrip().startswith(("^", "~"))
+        if b.startswith(("During handling of the above exception", "The above exception was the direct cause")):
+            unit.append(Line(no=cur, text=raw, body=b.strip(), rank=rank, timestamp=s, level=lv, block=block, frame=True))
+            continue
+        if b.startswith("Traceback (most recent call last)"):
+            unit.append(Line(no=cur, text=raw, body=b.strip(), rank=rank, timestamp=s, level=lv, block=block, frame=True))
+            trailing = 0
+            continue
+        if indented and not trailing:
+            frames += 1
+            if frames <= MAX_TRACEBACK_LINES:
+                unit.append(Line(no=cur, text=raw, body=b.strip(), rank=rank, timestamp=s, level=lv, block=block, frame=True))
+            continue
+        if trailing and (s is not None or lv is not None) and not _EXC_LINE.match(b):
+            break  # a new log record: the exception message is over
+        unit.append(Line(no=cur, text=raw, body=b.strip(), rank=rank, timestamp=s, level=lv, block=block,
+                         exception=not trailing))
+        trailing += 1
+        if trailing >= 4:
+            break
+    if len(unit) > MAX_TRACEBACK_LINES:
+        unit = unit[:10] + unit[-(MAX_TRACEBACK_LINES - 10):]
+    return unit
+
+
+_ENGINE_MARKERS = {
+    "sglang": ("sglang", "SGLang", "sgl_kernel", "sgl-kernel", "launch_server", "The server is fired up"),
+    "vllm": ("vllm", "vLLM", "EngineCore", "VllmWorker", "AsyncLLMEngine"),
+    "trtllm": ("tensorrt_llm", "TensorRT-LLM", "TRT-LLM", "trtllm"),
+}
+_VERSION_PATTERNS = (
+    ("vllm", re.compile(r"vLLM(?: API server)? version:? v?(\d+\.\d+\.\d+[\w.+-]*)|vllm[=-]=?(\d+\.\d+\.\d+[\w.+]*)")),
+    ("sglang", re.compile(r"sglang(?:==|-|\s+version:?\s*v?)(\d+\.\d+\.\d+(?:\.post\d+)?)|SGLang v(\d+\.\d+\.\d+(?:\.post\d+)?)")),
+    ("tensorrt_llm", re.compile(r"TensorRT-LLM version:? v?(\d+\.\d+\.\d+[\w.]*)|tensorrt[_-]llm==(\d+\.\d+\.\d+[\w.]*)")),
+    ("torch", re.compile(r"\btorch(?:==|\s+version:?\s*|\s+)(\d+\.\d+\.\d+(?:\+\w+)?)")),
+    ("cuda", re.compile(r"CUDA Version:? (\d+\.\d+)|cuda(?:==|-| )(1\d\.\d)\b")),
+    ("driver", re.compile(r"Driver Version:? (\d{3}\.\d+(?:\.\d+)?)")),
+    ("flashinfer", re.compile(r"flashinfer(?:-python)?(?:==| )v?(\d+\.\d+\.\d+[\w.]*)")),
+    ("transformers", re.compile(r"transformers(?:==| )v?(\d+\.\d+\.\d+)")),
+)
+_SCAN_WINDOW = 4 << 20
+
+
+def _windows(text: str) -> Iterable[str]:
+    if len(text) <= 2 * _SCAN_WINDOW:
+        return (text,)
+    return (text[:_SCAN_WINDOW], text[-_SCAN_WINDOW:])
+
+
+def detect_engine(text: str) -> str | None:
+    """The engine with the most markers in the log's head and tail (None when there is none)."""
+    counts = {e: sum(w.count(m) for w in _windows(text) for m in markers) for e, markers in _ENGINE_MARKERS.items()}
+    best = max(counts, key=lambda e: counts[e])
+    return best if counts[best] else None
+
+
+def detect_versions(text: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for window in _windows(text):
+        for name, pattern in _VERSION_PATTERNS:
+            if name in found:
+                continue
+            m = pattern.search(window)
+            if m:
+                found[name] = next(g for g in m.groups() if g)
+    return found

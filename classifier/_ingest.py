@@ -1,0 +1,180 @@
+"""Reading logs: paths, directories, stdin, gzip and zip, under a size limit checked while streaming.
+
+A log arrives as bytes of unknown encoding, often pasted through Slack or Markdown; what leaves here
+is one normalised `LogText`, or an `InputError` with a one-line message and nothing half-read.
+"""
+
+from __future__ import annotations
+
+import codecs
+import dataclasses
+import gzip
+import io
+import re
+import zipfile
+import zlib
+from pathlib import Path
+from typing import BinaryIO, Iterable, Iterator
+
+from servetriage._errors import InputError, InputTooLarge
+
+CHUNK = 1 << 20
+_BINARY_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".pdf", ".so", ".bin", ".pt", ".safetensors", ".whl",
+                    ".tar", ".xz", ".bz2", ".7z", ".exe", ".pyc", ".npy"}
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+_FENCE = re.compile(r"^[ \t]*```[A-Za-z0-9_+-]*[ \t]*$\n?|^[ \t]*```|```[ \t]*$", re.M)
+_QUOTE = re.compile(r"^(?:>|&gt;)(?: |$)", re.M)
+
+
+@dataclasses.dataclass(frozen=True)
+class LogText:
+    """One input, decoded and normalised: `name` is the path, `-` for stdin, or a caller's label."""
+
+    name: str
+    text: str
+    size: int  # bytes read after decompression
+
+
+def read_inputs(paths: Iterable[str], limit: int, stdin: BinaryIO | None = None) -> Iterator[LogText]:
+    """Yield one `LogText` per file; a directory yields its files in name order, `-` reads stdin."""
+    for raw in paths:
+        if raw == "-":
+            if stdin is None:
+                raise InputError("'-' given but there is no standard input")
+            yield from_stream(stdin, "-", limit)
+            continue
+        path = Path(raw)
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+            if not files:
+                raise InputError(f"{raw}: directory holds no files")
+            for file in files:
+                yield read_path(file, limit)
+        else:
+            yield read_path(path, limit)
+
+
+def read_path(path: Path | str, limit: int) -> LogText:
+    path = Path(path)
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    with fh:
+        return from_stream(fh, str(path), limit)
+
+
+def from_bytes(data: bytes, name: str, limit: int) -> LogText:
+    return from_stream(io.BytesIO(data), name, limit)
+
+
+def from_text(text: str, name: str = "-") -> LogText:
+    """Text that is already decoded (a Slack message): only normalised."""
+    return LogText(name=name, text=normalize(text), size=len(text.encode("utf-8", "replace")))
+
+
+def from_stream(stream: BinaryIO, name: str, limit: int) -> LogText:
+    """Sniff the container by its magic bytes, not its name, and read it all under `limit`."""
+    try:
+        head = _peek(stream, 4)
+        if head[:2] == b"\x1f\x8b":
+            data = _read_limited(gzip.GzipFile(fileobj=stream), name, limit)
+        elif head[:4] == b"PK\x03\x04":
+            data = _read_zip(stream, name, limit)
+        else:
+            data = _read_limited(stream, name, limit)
+    except (OSError, EOFError, zlib.error, zipfile.BadZipFile) as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(f"{name}: damaged archive or unreadable input ({_short(exc)})") from None
+    return LogText(name=name, text=normalize(decode(data)), size=len(data))
+
+
+def decode(data: bytes) -> str:
+    """Any bytes become text: a BOM picks UTF-16/32, otherwise UTF-8 with bad bytes replaced."""
+    for bom, codec in ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+                       (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
+        if data.startswith(bom):
+            return data.decode(codec, errors="replace")
+    sample = data[:4096]
+    if len(sample) >= 8 and sample[1::2].count(0) > len(sample) // 4 and sample[0::2].count(0) < len(sample) // 16:
+        return data.decode("utf-16-le", errors="replace")
+    text = data.decode("utf-8", errors="replace")
+    return text.replace("\x00", "") if "\x00" in text else text
+
+
+def normalize(text: str) -> str:
+    """Strip what the paste added (colour codes, CRLF, code fences, quote markers), keep every log line."""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if "```" in text:
+        text = _FENCE.sub("", text)
+    if ">" in text[:4096] or "&gt;" in text[:4096]:
+        text = _QUOTE.sub("", text)
+    return text
+
+
+def _read_limited(stream: BinaryIO, name: str, limit: int) -> bytes:
+    buf = bytearray()
+    while True:
+        chunk = stream.read(min(CHUNK, limit + 1 - len(buf)))
+        if not chunk:
+            return bytes(buf)
+        buf += chunk
+        if len(buf) > limit:
+            raise InputTooLarge(f"{name}: larger than the {_mb(limit)} limit (SERVETRIAGE_MAX_INPUT_MB)")
+
+
+def _read_zip(stream: BinaryIO, name: str, limit: int) -> bytes:
+    """A zip is one incident: its text members are joined, each under a `==> member <==` header."""
+    if not stream.seekable():
+        stream = io.BytesIO(_read_limited(stream, name, limit))
+    with zipfile.ZipFile(stream) as zf:
+        members = [m for m in zf.infolist() if not m.is_dir() and Path(m.filename).suffix.lower() not in _BINARY_SUFFIXES]
+        if sum(m.file_size for m in members) > limit:
+            raise InputTooLarge(f"{name}: unpacks to more than the {_mb(limit)} limit (SERVETRIAGE_MAX_INPUT_MB)")
+        out = bytearray()
+        for member in members:
+            with zf.open(member) as fh:
+                inner: BinaryIO = fh
+                if _peek_zip_member(zf, member) == b"\x1f\x8b":
+                    inner = gzip.GzipFile(fileobj=fh)  # type: ignore[assignment]
+                data = _read_limited(inner, name, limit - len(out))
+            if b"\x00" in data[:8192] and not data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+                continue  # a binary member
+            out += f"==> {member.filename} <==\n".encode() + data + b"\n"
+            if len(out) > limit:
+                raise InputTooLarge(f"{name}: unpacks to more than the {_mb(limit)} limit (SERVETRIAGE_MAX_INPUT_MB)")
+        if not members:
+            raise InputError(f"{name}: zip archive holds no text files")
+        return bytes(out)
+
+
+def _peek_zip_member(zf: zipfile.ZipFile, member: zipfile.ZipInfo) -> bytes:
+    with zf.open(member) as fh:
+        return fh.read(2)
+
+
+def _peek(stream: BinaryIO, n: int) -> bytes:
+    if hasattr(stream, "peek"):
+        return stream.peek(n)[:n]  # type: ignore[attr-defined]
+    if stream.seekable():
+        pos = stream.tell()
+        head = stream.read(n)
+        stream.seek(pos)
+        return head
+    raise InputError("input stream cannot be inspected")
+
+
+def _mb(n: int) -> str:
+    return f"{n / (1024 * 1024):g} MB"
+
+
+def _short(exc: BaseException) -> str:
+    return str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__

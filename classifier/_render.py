@@ -1,0 +1,49 @@
+"""The human reply for a terminal: the same shape as the Slack answer, coloured on a TTY."""
+
+from __future__ import annotations
+
+from ._diagnosis import Diagnosis
+
+_COLOURS = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
+
+
+def render_text(d: Diagnosis, colour: bool = False) -> str:
+    def c(style: str, text: str) -> str:
+        return f"\x1b[{_COLOURS[style]}m{text}\x1b[0m" if colour else text
+
+    out: list[str] = []
+    head = d.file or "-"
+    if d.is_unknown:
+        out.append(f"{c('bold', head)}: {c('yellow', 'unknown')} — no serving failure this tool recognises "
+                   f"(confidence {d.confidence:.2f})")
+        if d.top:
+            out.append("  Might be: " + ", ".join(f"{t.category} ({t.score:.2f})" for t in d.top[:3]))
+        for ev in d.evidence[:3]:
+            out.append(c("dim", f"  {ev.line:>6} | {ev.text}"))
+        return "\n".join(out)
+    out.append(f"{c('bold', head)}: {c('red', d.category)} — {d.category_title} (confidence {d.confidence:.2f})")
+    inc = d.incident
+    if inc is not None:
+        out.append(f"  {c('bold', 'Incident:')}      {inc.title} [{inc.id}]")
+        out.append(f"  {c('bold', 'Cause:')}         {inc.cause}")
+        out.append(f"  {c('bold', 'First action:')}  {c('green', inc.first_action)}")
+        out.append(f"  {c('bold', 'Fix / status:')}  {inc.fix_or_status}")
+        section = f"§{inc.section} " if inc.section else ""
+        out.append(f"  {c('bold', 'Manual:')}        {section}{c('cyan', inc.link)}")
+    if d.initiating is not None:
+        where = ", ".join(x for x in (d.initiating.rank, d.initiating.timestamp) if x)
+        out.append(f"  {c('bold', 'Came first:')}    line {d.initiating.line}{f' ({where})' if where else ''}: "
+                   f"{d.initiating.text.strip()}")
+    for s in d.symptoms[:4]:
+        out.append(f"  {c('bold', 'Then:')}          {s.category} at line {s.line}: {s.text.strip()}")
+    if d.evidence:
+        out.append(f"  {c('bold', 'Evidence:')}")
+        for ev in d.evidence:
+            out.append(c("dim", f"  {ev.line:>6} | {ev.text}"))
+    others = [t for t in d.top[1:4]]
+    if others:
+        out.append(f"  {c('bold', 'Might also be:')} " + ", ".join(f"{t.category} ({t.score:.2f})" for t in others))
+    if d.engine:
+        versions = " ".join(f"{k} {v}" for k, v in d.versions.items())
+        out.append(c("dim", f"  engine: {d.engine}{'  ' + versions if versions else ''}"))
+    return "\n".join(out)

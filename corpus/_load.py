@@ -1,0 +1,152 @@
+"""Loading the spec and the incident files into `Corpus`, with schema errors that name file and entry."""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from servetriage._errors import CorpusError
+
+from ._types import ENGINES, TRIAGE_CLASSES, UNKNOWN, Category, Corpus, Incident, Signature
+
+_REQUIRED = ("id", "category", "engines", "title", "symptom", "cause", "first_action", "fix_or_status",
+             "class", "signatures", "examples", "sources")
+_OPTIONAL = ("section", "verify", "overlaps")
+
+
+def builtin_dir() -> Path:
+    """The packaged corpus directory (categories.yaml and incidents/)."""
+    return Path(str(resources.files("servetriage.corpus")))
+
+
+def load_categories(path: Path | None = None) -> dict[str, Category]:
+    path = path or builtin_dir() / "categories.yaml"
+    data = _read_yaml(path)
+    cats = data.get("categories") if isinstance(data, dict) else None
+    if not isinstance(cats, dict) or not cats:
+        raise CorpusError(f"{path}: expected a mapping under 'categories'")
+    out: dict[str, Category] = {}
+    for cid, body in cats.items():
+        if not isinstance(body, dict):
+            raise CorpusError(f"{path}: category {cid!r} is not a mapping")
+        out[cid] = Category(
+            id=cid,
+            title=str(body.get("title", cid)),
+            meaning=str(body.get("meaning", "")),
+            first_look=str(body.get("first_look", "")),
+            signatures=tuple(str(s) for s in body.get("signatures") or ()),
+            cues=tuple(str(c) for c in body.get("cues") or ()),
+            symptom=body.get("role") == "symptom",
+        )
+    if UNKNOWN not in out:
+        raise CorpusError(f"{path}: the spec must define the '{UNKNOWN}' category")
+    return out
+
+
+def incident_files(extra_dirs: Iterable[Path] = ()) -> list[Path]:
+    dirs = [builtin_dir() / "incidents", *extra_dirs]
+    files: list[Path] = []
+    for d in dirs:
+        if not d.is_dir():
+            raise CorpusError(f"corpus directory not found: {d}")
+        files.extend(sorted(d.glob("*.yaml")))
+    return files
+
+
+def load_corpus(extra_dirs: Iterable[Path] = (), categories_path: Path | None = None,
+                extra_incidents: Iterable[Incident] = ()) -> Corpus:
+    """Read every incident file; raise `CorpusError` on the first malformed entry."""
+    categories = load_categories(categories_path)
+    incidents: list[Incident] = []
+    for path in incident_files(tuple(extra_dirs)):
+        incidents.extend(parse_incidents(_read_yaml(path), categories, origin=path.name))
+    incidents.extend(extra_incidents)
+    seen: dict[str, str] = {}
+    for inc in incidents:
+        if inc.id in seen:
+            raise CorpusError(f"{inc.origin}: duplicate incident id {inc.id!r} (also in {seen[inc.id]})")
+        seen[inc.id] = inc.origin
+    return Corpus(categories=categories, incidents=tuple(incidents))
+
+
+@functools.lru_cache(maxsize=4)
+def default_corpus(extra_dirs: tuple[Path, ...] = ()) -> Corpus:
+    """An explicit cache: the corpus is read once per process and set of directories."""
+    return load_corpus(extra_dirs)
+
+
+def parse_incidents(data: Any, categories: dict[str, Category], origin: str) -> list[Incident]:
+    if not isinstance(data, dict) or not isinstance(data.get("incidents"), list):
+        raise CorpusError(f"{origin}: expected a mapping with an 'incidents' list")
+    return [parse_incident(entry, categories, f"{origin}#{n}", origin) for n, entry in enumerate(data["incidents"])]
+
+
+def parse_incident(entry: Any, categories: dict[str, Category], where: str, origin: str = "") -> Incident:
+    if not isinstance(entry, dict):
+        raise CorpusError(f"{where}: an incident must be a mapping")
+    where = f"{origin}:{entry.get('id', where)}" if origin else str(entry.get("id", where))
+    missing = [k for k in _REQUIRED if k not in entry]
+    if missing:
+        raise CorpusError(f"{where}: missing {', '.join(missing)}")
+    unknown = sorted(set(entry) - set(_REQUIRED) - set(_OPTIONAL))
+    if unknown:
+        raise CorpusError(f"{where}: unknown keys {', '.join(unknown)}")
+    for key in ("id", "category", "title", "symptom", "cause", "first_action", "fix_or_status", "class"):
+        if not isinstance(entry[key], str) or not entry[key].strip():
+            raise CorpusError(f"{where}: {key} must be a non-empty string")
+    if entry["category"] not in categories:
+        raise CorpusError(f"{where}: unknown category {entry['category']!r}")
+    if entry["class"] not in TRIAGE_CLASSES:
+        raise CorpusError(f"{where}: class must be one of {', '.join(TRIAGE_CLASSES)}")
+    engines = _str_list(entry["engines"], where, "engines")
+    bad = [e for e in engines if e not in ENGINES]
+    if bad or not engines:
+        raise CorpusError(f"{where}: engines must be a non-empty list of {', '.join(ENGINES)}")
+    sigs: list[Signature] = []
+    for sig in entry["signatures"] or []:
+        if isinstance(sig, str):
+            sigs.append(Signature(sig))
+        elif isinstance(sig, dict) and set(sig) == {"regex"} and isinstance(sig["regex"], str):
+            sigs.append(Signature(sig["regex"], regex=True))
+        else:
+            raise CorpusError(f"{where}: a signature is a string or {{regex: '...'}}")
+    examples = _str_list(entry["examples"], where, "examples")
+    if not examples:
+        raise CorpusError(f"{where}: at least one example is required")
+    sources = _str_list(entry["sources"], where, "sources")
+    if not sources:
+        raise CorpusError(f"{where}: at least one source is required")
+    overlaps = _str_list(entry.get("overlaps") or [], where, "overlaps")
+    section = entry.get("section")
+    if section is not None:
+        section = str(section)
+    verify = entry.get("verify")
+    return Incident(
+        id=entry["id"], category=entry["category"], engines=tuple(engines), title=entry["title"].strip(),
+        symptom=entry["symptom"].strip(), cause=entry["cause"].strip(), first_action=entry["first_action"].strip(),
+        fix_or_status=entry["fix_or_status"].strip(), klass=entry["class"], signatures=tuple(sigs),
+        examples=tuple(examples), sources=tuple(sources), section=section,
+        verify=str(verify).strip() if verify else None, overlaps=tuple(overlaps), origin=origin,
+    )
+
+
+def _str_list(value: Any, where: str, key: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, (str, int, float)) for v in value):
+        raise CorpusError(f"{where}: {key} must be a list of strings")
+    return [str(v) for v in value]
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return yaml.safe_load(fh)
+    except OSError as exc:
+        raise CorpusError(f"cannot read {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" line {mark.line + 1}" if mark else ""
+        raise CorpusError(f"{path}:{at} is not valid YAML") from None

@@ -1,0 +1,95 @@
+"""The corpus's data types: categories from the spec, incidents from the YAML files."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from typing import Iterator
+
+TRIAGE_CLASSES = ("Configuration", "Application bug", "Environment / runtime", "Capacity", "Hardware")
+ENGINES = ("sglang", "vllm", "trtllm", "any")
+UNKNOWN = "unknown"
+
+
+@dataclasses.dataclass(frozen=True)
+class Category:
+    id: str
+    title: str
+    meaning: str
+    first_look: str
+    signatures: tuple[str, ...] = ()
+    cues: tuple[str, ...] = ()
+    symptom: bool = False  # `role: symptom`: usually follows another fault
+
+
+@dataclasses.dataclass(frozen=True)
+class Signature:
+    """A literal substring or an RE2 regex that marks one incident."""
+
+    pattern: str
+    regex: bool = False
+
+    @property
+    def specificity(self) -> float:
+        """Longer, more literal patterns say more; a 12-character literal is weak, 40+ is strong."""
+        size = len(self.pattern) if not self.regex else sum(ch.isalnum() or ch == " " for ch in self.pattern)
+        return max(0.3, min(1.0, size / 40.0))
+
+
+@dataclasses.dataclass(frozen=True)
+class Incident:
+    id: str
+    category: str
+    engines: tuple[str, ...]
+    title: str
+    symptom: str
+    cause: str
+    first_action: str
+    fix_or_status: str
+    klass: str
+    signatures: tuple[Signature, ...]
+    examples: tuple[str, ...]
+    sources: tuple[str, ...]
+    section: str | None = None
+    verify: str | None = None
+    overlaps: tuple[str, ...] = ()
+    origin: str = ""  # the file it came from
+
+    @property
+    def sections(self) -> tuple[str, ...]:
+        return tuple(s.strip() for s in self.section.split(",")) if self.section else ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Corpus:
+    categories: dict[str, Category]
+    incidents: tuple[Incident, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_id", {i.id: i for i in self.incidents})
+
+    def incident(self, incident_id: str) -> Incident | None:
+        return self._by_id.get(incident_id)  # type: ignore[attr-defined]
+
+    def by_category(self, category: str) -> Iterator[Incident]:
+        return (i for i in self.incidents if i.category == category)
+
+    @property
+    def category_ids(self) -> tuple[str, ...]:
+        return tuple(self.categories)
+
+    @property
+    def fingerprint(self) -> str:
+        """A hash of everything a trained artefact depends on: change it and artefacts are stale."""
+        h = hashlib.sha256()
+        for cat in self.categories.values():
+            h.update(json.dumps(dataclasses.asdict(cat), sort_keys=True).encode())
+        for inc in sorted(self.incidents, key=lambda i: i.id):
+            h.update(inc.id.encode())
+            h.update(inc.category.encode())
+            for sig in inc.signatures:
+                h.update(f"{sig.regex}:{sig.pattern}".encode())
+            for ex in inc.examples:
+                h.update(ex.encode())
+        return h.hexdigest()[:16]

@@ -1,0 +1,147 @@
+"""Configuration in one place: every knob is an environment variable read into one frozen object.
+
+Nothing is read at import time; `Settings.from_env()` is called by the entry points (CLI, bot) and
+the object is passed down, so tests build their own with `Settings(...)` or `dataclasses.replace`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Mapping
+
+from ._errors import ConfigError
+
+MB = 1024 * 1024
+
+
+def _default_data_dir(env: Mapping[str, str]) -> Path:
+    base = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "servetriage"
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Typed settings; field docs name the environment variable that sets each one."""
+
+    #: SERVETRIAGE_MAX_INPUT_MB — the most one input may hold once decompressed.
+    max_input_bytes: int = 200 * MB
+    #: SERVETRIAGE_DATA_DIR — where the database, trained models and the index live.
+    data_dir: Path = dataclasses.field(default_factory=lambda: _default_data_dir(os.environ))
+    #: SERVETRIAGE_CORPUS_DIRS — extra directories of incident YAML files (os.pathsep separated).
+    extra_corpus_dirs: tuple[Path, ...] = ()
+    #: SERVETRIAGE_MANUAL_URL — base URL of the incident manual; a section is appended as `#section-3.2`.
+    manual_base_url: str = "https://servetriage.dev/manual/"
+    #: SERVETRIAGE_MIN_CONFIDENCE — below this the answer is `unknown` with the nearest candidates.
+    min_confidence: float = 0.35
+    #: SERVETRIAGE_EMBEDDINGS — "on" to use the sentence-transformer passes, "off" for rules and TF-IDF only.
+    embeddings: bool = True
+    #: SERVETRIAGE_MODEL_DIR — a sentence-transformers model directory replacing the packaged one.
+    embedder_path: Path | None = None
+    #: SERVETRIAGE_THREADS — torch threads for embedding.
+    threads: int = 2
+
+    # Slack side.
+    #: SLACK_BOT_TOKEN
+    slack_bot_token: str | None = None
+    #: SLACK_APP_TOKEN — set it to use Socket Mode (no public URL).
+    slack_app_token: str | None = None
+    #: SLACK_SIGNING_SECRET — needed in HTTP mode.
+    slack_signing_secret: str | None = None
+    #: SLACK_API_URL — the Web API base URL (a local stand-in in tests).
+    slack_api_url: str = "https://slack.com/api/"
+    #: SERVETRIAGE_HOST / SERVETRIAGE_PORT — HTTP mode's listening address.
+    host: str = "127.0.0.1"
+    port: int = 3000
+    #: SERVETRIAGE_CHANNELS — channel ids to watch for pasted logs (empty: every channel the bot is in).
+    channels: tuple[str, ...] = ()
+    #: SERVETRIAGE_WORKERS — the bounded pool that diagnoses after Slack has been acknowledged.
+    workers: int = 4
+    #: SERVETRIAGE_CHANNEL_RATE — replies per channel per minute.
+    channel_rate_per_minute: int = 20
+    #: SERVETRIAGE_TRAINERS — Slack user ids whose votes train the model (empty: everyone).
+    trainer_allowlist: tuple[str, ...] = ()
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "servetriage.sqlite"
+
+    @property
+    def model_dir(self) -> Path:
+        return self.data_dir / "models"
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.data_dir / "cache"
+
+    @property
+    def slack_enabled(self) -> bool:
+        return bool(self.slack_bot_token and (self.slack_app_token or self.slack_signing_secret))
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+        env = os.environ if env is None else env
+        kw: dict[str, object] = {"data_dir": Path(env["SERVETRIAGE_DATA_DIR"]) if env.get("SERVETRIAGE_DATA_DIR") else _default_data_dir(env)}
+        if env.get("SERVETRIAGE_MAX_INPUT_MB"):
+            kw["max_input_bytes"] = int(_number(env, "SERVETRIAGE_MAX_INPUT_MB", float) * MB)
+        if env.get("SERVETRIAGE_CORPUS_DIRS"):
+            kw["extra_corpus_dirs"] = tuple(Path(p) for p in env["SERVETRIAGE_CORPUS_DIRS"].split(os.pathsep) if p)
+        if env.get("SERVETRIAGE_MANUAL_URL"):
+            kw["manual_base_url"] = env["SERVETRIAGE_MANUAL_URL"]
+        if env.get("SERVETRIAGE_MIN_CONFIDENCE"):
+            kw["min_confidence"] = _number(env, "SERVETRIAGE_MIN_CONFIDENCE", float)
+        if env.get("SERVETRIAGE_EMBEDDINGS"):
+            kw["embeddings"] = _flag(env, "SERVETRIAGE_EMBEDDINGS")
+        if env.get("SERVETRIAGE_MODEL_DIR"):
+            kw["embedder_path"] = Path(env["SERVETRIAGE_MODEL_DIR"])
+        if env.get("SERVETRIAGE_THREADS"):
+            kw["threads"] = int(_number(env, "SERVETRIAGE_THREADS", int))
+        for field, var in (("slack_bot_token", "SLACK_BOT_TOKEN"), ("slack_app_token", "SLACK_APP_TOKEN"),
+                           ("slack_signing_secret", "SLACK_SIGNING_SECRET")):
+            if env.get(var):
+                kw[field] = env[var]
+        if env.get("SLACK_API_URL"):
+            url = env["SLACK_API_URL"]
+            kw["slack_api_url"] = url if url.endswith("/") else url + "/"
+        if env.get("SERVETRIAGE_HOST"):
+            kw["host"] = env["SERVETRIAGE_HOST"]
+        if env.get("SERVETRIAGE_PORT"):
+            kw["port"] = int(_number(env, "SERVETRIAGE_PORT", int))
+        if env.get("SERVETRIAGE_CHANNELS"):
+            kw["channels"] = tuple(c.strip() for c in env["SERVETRIAGE_CHANNELS"].split(",") if c.strip())
+        if env.get("SERVETRIAGE_WORKERS"):
+            kw["workers"] = int(_number(env, "SERVETRIAGE_WORKERS", int))
+        if env.get("SERVETRIAGE_CHANNEL_RATE"):
+            kw["channel_rate_per_minute"] = int(_number(env, "SERVETRIAGE_CHANNEL_RATE", int))
+        if env.get("SERVETRIAGE_TRAINERS"):
+            kw["trainer_allowlist"] = tuple(u.strip() for u in env["SERVETRIAGE_TRAINERS"].split(",") if u.strip())
+        settings = cls(**kw)  # type: ignore[arg-type]
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        if self.max_input_bytes <= 0:
+            raise ConfigError("SERVETRIAGE_MAX_INPUT_MB must be positive")
+        if not 0.0 <= self.min_confidence <= 1.0:
+            raise ConfigError("SERVETRIAGE_MIN_CONFIDENCE must be between 0 and 1")
+        if not 0 < self.port < 65536:
+            raise ConfigError("SERVETRIAGE_PORT must be a TCP port (1-65535)")
+        if self.workers < 1 or self.threads < 1:
+            raise ConfigError("SERVETRIAGE_WORKERS and SERVETRIAGE_THREADS must be at least 1")
+
+
+def _number(env: Mapping[str, str], name: str, kind: type) -> float:
+    try:
+        return kind(env[name])
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, got {env[name]!r}") from None
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    value = env[name].strip().lower()
+    if value in {"1", "on", "true", "yes"}:
+        return True
+    if value in {"0", "off", "false", "no"}:
+        return False
+    raise ConfigError(f"{name} must be on or off, got {env[name]!r}")

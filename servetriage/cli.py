@@ -1,0 +1,211 @@
+"""The `servetriage` command: diagnose, eval, corpus, train, serve, run (and the feedback tools).
+
+Each subcommand is a small function; errors this package raises become one line on stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ._errors import InputError, ServetriageError
+from ._settings import Settings
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        settings = Settings.from_env()
+        if getattr(args, "rules_only", False):
+            import dataclasses
+            settings = dataclasses.replace(settings, embeddings=False)
+        return int(args.func(args, settings) or 0)
+    except ServetriageError as exc:
+        print(f"servetriage: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="servetriage", description="Explain LLM-serving failure logs.")
+    sub = p.add_subparsers(metavar="COMMAND")
+
+    d = sub.add_parser("diagnose", help="diagnose log files (or - for stdin)")
+    d.add_argument("paths", nargs="+", metavar="PATH")
+    d.add_argument("--json", action="store_true", help="one JSON object per input per line")
+    d.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    d.add_argument("--rules-only", action="store_true", help="skip the embedding passes")
+    d.set_defaults(func=cmd_diagnose)
+
+    e = sub.add_parser("eval", help="figures on a labelled set (a directory with labels.jsonl)")
+    e.add_argument("directory")
+    e.add_argument("--json", action="store_true")
+    e.add_argument("--rules-only", action="store_true")
+    e.add_argument("--online", action="store_true", help="replay as on-call traffic with feedback and retraining")
+    e.set_defaults(func=cmd_eval)
+
+    c = sub.add_parser("corpus", help="check, count or export the incident corpus")
+    csub = c.add_subparsers(metavar="ACTION")
+    cc = csub.add_parser("check", help="validate every incident file")
+    cc.add_argument("--fast", action="store_true", help="skip the 1 MB adversarial regex run")
+    cc.set_defaults(func=cmd_corpus_check)
+    cs = csub.add_parser("stats", help="incidents and examples per category and engine")
+    cs.add_argument("--json", action="store_true")
+    cs.set_defaults(func=cmd_corpus_stats)
+    ce = csub.add_parser("export", help="write incidents written through the bot as YAML for review")
+    ce.add_argument("--output", "-o", default="-")
+    ce.set_defaults(func=cmd_corpus_export)
+
+    t = sub.add_parser("train", help="train the classifier (and optionally fine-tune the embedder)")
+    t.add_argument("--fine-tune", action="store_true")
+    t.add_argument("--json", action="store_true")
+    t.set_defaults(func=cmd_train)
+
+    s = sub.add_parser("serve", help="run the Slack bot (Socket Mode with SLACK_APP_TOKEN, else HTTP)")
+    s.add_argument("--host")
+    s.add_argument("--port", type=int)
+    s.set_defaults(func=cmd_serve)
+
+    r = sub.add_parser("run", help="the main job: the bot when Slack tokens are set, else the bundled example")
+    r.set_defaults(func=cmd_run)
+
+    for register in _extra_commands():
+        register(sub)
+    return p
+
+
+def _extra_commands() -> list[Callable[[argparse._SubParsersAction], None]]:
+    """Commands owned by other subpackages register themselves here (feedback, model, db)."""
+    try:
+        from servetriage.feedback import register_cli  # noqa: PLC0415
+    except ImportError:
+        return []
+    return [register_cli]
+
+
+def _engine(settings: Settings):
+    from .classifier import Engine
+    return Engine(settings)
+
+
+def cmd_diagnose(args: argparse.Namespace, settings: Settings) -> int:
+    from .classifier import read_inputs, render_text
+
+    missing = [p for p in args.paths if p != "-" and not Path(p).exists()]
+    if missing:
+        raise InputError(f"{missing[0]}: no such file or directory")
+    colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
+    engine = _engine(settings)
+    failed = False
+    inputs = read_inputs(args.paths, settings.max_input_bytes, stdin=sys.stdin.buffer)
+    first = True
+    while True:
+        try:
+            log = next(inputs)
+        except StopIteration:
+            break
+        except InputError as exc:
+            print(f"servetriage: error: {exc}", file=sys.stderr)
+            failed = True
+            continue
+        d = engine.diagnose(log)
+        if args.json:
+            print(d.to_json(), flush=True)
+        else:
+            if not first:
+                print()
+            print(render_text(d, colour=colour), flush=True)
+        first = False
+    return EXIT_USAGE if failed else EXIT_OK
+
+
+def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
+    if args.online:
+        from servetriage.feedback import online_eval  # noqa: PLC0415
+        return online_eval(args, settings)
+    from .eval import evaluate, render_report, report_json
+
+    report = evaluate(_engine(settings), args.directory)
+    if args.json:
+        print(report_json(report))
+    else:
+        render_report(report)
+    return EXIT_OK
+
+
+def cmd_corpus_check(args: argparse.Namespace, settings: Settings) -> int:
+    from .corpus import check_corpus, corpus_stats, load_corpus
+
+    corpus = load_corpus(settings.extra_corpus_dirs)
+    problems = check_corpus(corpus, adversarial=not args.fast)
+    for prob in problems:
+        print(prob)
+    stats = corpus_stats(corpus)
+    verdict = "FAILED" if problems else "ok"
+    print(f"corpus {verdict}: {stats['incidents']} incidents, {stats['examples']} examples, "
+          f"{stats['signatures']} signatures, {len(problems)} problems", file=sys.stderr if problems else sys.stdout)
+    return EXIT_FAIL if problems else EXIT_OK
+
+
+def cmd_corpus_stats(args: argparse.Namespace, settings: Settings) -> int:
+    from .corpus import corpus_stats, load_corpus
+
+    stats = corpus_stats(load_corpus(settings.extra_corpus_dirs))
+    if args.json:
+        print(json.dumps(stats))
+        return EXIT_OK
+    print(f"{stats['incidents']} incidents, {stats['examples']} examples, {stats['signatures']} signatures")
+    print(f"{'category':<26}{'incidents':>10}{'examples':>10}")
+    for cat, n in stats["per_category"].items():
+        print(f"{cat:<26}{n:>10}{stats['examples_per_category'][cat]:>10}")
+    print("engines: " + ", ".join(f"{k} {v}" for k, v in stats["per_engine"].items()))
+    return EXIT_OK
+
+
+def cmd_corpus_export(args: argparse.Namespace, settings: Settings) -> int:
+    from servetriage.feedback import export_incidents  # noqa: PLC0415
+    return export_incidents(args, settings)
+
+
+def cmd_train(args: argparse.Namespace, settings: Settings) -> int:
+    from .classifier import train_command  # noqa: PLC0415
+    return train_command(settings, fine_tune=args.fine_tune, as_json=args.json)
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    import dataclasses
+    if args.host or args.port:
+        settings = dataclasses.replace(settings, host=args.host or settings.host, port=args.port or settings.port)
+    from .bot import serve  # noqa: PLC0415
+    return serve(settings)
+
+
+def bundled_example() -> Path:
+    return Path(str(resources.files("servetriage") / "examples" / "vllm-oom-then-dead.log"))
+
+
+def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    if settings.slack_enabled:
+        return cmd_serve(argparse.Namespace(host=None, port=None), settings)
+    print("No Slack tokens set (SLACK_BOT_TOKEN with SLACK_APP_TOKEN for Socket Mode, or with "
+          "SLACK_SIGNING_SECRET for HTTP mode), so here is the CLI on the bundled example log:\n", file=sys.stderr)
+    ns = argparse.Namespace(paths=[str(bundled_example())], json=False, color="auto")
+    return cmd_diagnose(ns, settings)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
