@@ -16,7 +16,7 @@ from servetriage.corpus import Corpus, Incident, load_corpus
 
 from ._diagnosis import UNKNOWN, Candidate, Diagnosis, EvidenceLine, IncidentRef, Initiating, Symptom
 from ._extract import Extract, extract
-from ._fuse import Fusion, PassScores, Weights, fuse
+from ._fuse import Calibrator, Fusion, PassScores, fuse
 from ._ingest import LogText, from_text
 from ._precedence import Ordering, order
 from ._redact import redact
@@ -38,11 +38,11 @@ class Engine:
     """Diagnoses logs. Thread-safe once warm; one per process is enough."""
 
     def __init__(self, settings: Settings | None = None, corpus: Corpus | None = None,
-                 passes: tuple[LearnedPass, ...] | None = None, weights: Weights | None = None) -> None:
+                 passes: tuple[LearnedPass, ...] | None = None, calibrator: Calibrator | None = None) -> None:
         self.settings = settings or Settings.from_env()
         self._corpus = corpus
         self._passes = passes
-        self._weights = weights
+        self._calibrator = calibrator
         self._lock = threading.Lock()
 
     # -- lazily built parts -------------------------------------------------------------------
@@ -63,15 +63,20 @@ class Engine:
         if self._passes is None:
             with self._lock:
                 if self._passes is None:
-                    self._passes, self._weights = self._load_learned()
+                    self._passes, fitted = self._load_learned()
+                    self._calibrator = self._calibrator or fitted
         return self._passes
 
     @property
-    def weights(self) -> Weights:
+    def calibrator(self) -> Calibrator:
         self.passes
-        return self._weights or Weights()
+        return self._calibrator or Calibrator()
 
-    def _load_learned(self) -> tuple[tuple[LearnedPass, ...], Weights | None]:
+    @functools.cached_property
+    def symptom_roles(self) -> frozenset[str]:
+        return frozenset(c for c, cat in self.corpus.categories.items() if cat.symptom)
+
+    def _load_learned(self) -> tuple[tuple[LearnedPass, ...], Calibrator | None]:
         from ._learned import load_learned_passes  # heavy imports only when learned passes are wanted
         return load_learned_passes(self.settings, self.corpus)
 
@@ -102,8 +107,9 @@ class Engine:
                 ts = time.perf_counter()
                 learned[p.name] = p.score(ex)
                 timings[f"{p.name}_ms"] = (time.perf_counter() - ts) * 1000
-        rule_incidents = _rule_incidents(ordering)
-        fusion = fuse(ordering, learned.get("retrieval"), learned.get("classifier"), self.weights, rule_incidents)
+        rule_incidents = _rule_incidents(ordering, learned.get("retrieval"))
+        fusion = fuse(ordering, learned.get("retrieval"), learned.get("classifier"), self.calibrator,
+                      self.symptom_roles, rule_incidents)
         diagnosis = self._build(log, ex, ordering, fusion, learned)
         timings["total_ms"] = (time.perf_counter() - t0) * 1000
         return _with_timings(diagnosis, timings)
@@ -116,7 +122,7 @@ class Engine:
         confidence = fusion.confidence if ranking else 0.0
         if not log.text.strip():
             category, confidence = UNKNOWN, 0.0
-        elif ranking and confidence < self.settings.min_confidence and ordering.initiating is None:
+        elif confidence < self.settings.min_confidence:
             category = UNKNOWN
         top = tuple(
             Candidate(category=c, incident=fusion.incident_for.get(c), score=round(s, 4),
@@ -172,6 +178,8 @@ class Engine:
             for line in ex.lines:
                 if line.frame:
                     continue
+                if line.body.startswith("Traceback"):
+                    continue
                 if line.exception or line.level in ("ERROR", "FATAL", "CRITICAL"):
                     chosen.setdefault(line.no, EvidenceLine(line.no, _clip(redact(line.text)), line.rank, None))
                 if len(chosen) >= 4:
@@ -179,14 +187,19 @@ class Engine:
         return tuple(sorted(chosen.values(), key=lambda e: e.line)[:MAX_EVIDENCE])
 
 
-def _rule_incidents(ordering: Ordering) -> dict[str, str]:
+def _rule_incidents(ordering: Ordering, retrieval: PassScores | None) -> dict[str, str]:
+    """The incident each rule-seen category names: among incidents sharing a signature on the line,
+    the one retrieval finds closest to the whole log, else the most specific signature's."""
     out: dict[str, str] = {}
-    for e in ordering.events:
-        cur = out.get(e.category)
-        if cur is None:
-            out[e.category] = e.best.incident
+    nearest = retrieval.incidents if retrieval is not None else {}
+    events = list(ordering.events)
     if ordering.initiating is not None:
-        out[ordering.initiating.category] = ordering.initiating.best.incident
+        events.insert(0, ordering.initiating)
+    for e in events:
+        if e.category in out:
+            continue
+        same = [h.incident for h in e.hits if h.category == e.category]
+        out[e.category] = nearest.get(e.category) if nearest.get(e.category) in same else e.best.incident
     return out
 
 

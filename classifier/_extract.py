@@ -24,18 +24,26 @@ _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
 _RE2_OPTIONS.max_mem = 64 << 20
 
-# One pass over the whole text finds candidate lines; Python then looks only at those.
-_SALIENT = (
-    r"Traceback \(most recent call last\)|Error\b|[Ee]xception\b|\bERROR\b|\bFATAL\b|\bCRITICAL\b|\bWARN(?:ING)?\b|"
+# One pass over the whole text finds candidate lines; Python then looks only at those. Fault words
+# are always searched; the weak words (metrics, warnings) only in logs small enough to be a paste.
+_STRONG = (
+    r"Traceback \(most recent call last\)|Error\b|[Ee]xception\b|\bERROR\b|\bFATAL\b|\bCRITICAL\b|"
     r"\b[Ee]rror\b|\[E\]|\bCUDA\b|\bcuda[A-Z_]|\bNCCL\b|\bnccl[A-Z]|\bMPI_|\bNVRM\b|\bXid\b|CUBLAS|cuDNN|\bHIP\b|"
-    r"\b[Kk]illed\b|\bSIG[A-Z]{3,}|[Ss]ignal\b|exit code|exited with|core dumped|Aborted|terminate called|what\(\):|"
+    r"\b[Kk]illed\b|\bSIG[A-Z]{3,}|exit code|exited with|core dumped|Aborted|terminate called|what\(\):|"
     r"[Aa]ssert|\bOOM\b|[Oo]ut of memory|[Tt]imed out|[Tt]imeout|\bdied\b|\bdead\b|[Ff]ailed|[Ff]ailure|"
     r"[Uu]nable to|[Cc]annot |[Cc]ould not|not supported|[Uu]nsupported|[Ii]nvalid|unrecognized|No such file|"
-    r"[Pp]ermission denied|[Rr]efused|preempted|[Rr]etract|[Ee]vict|\bleak|\bhang|\bstuck\b|[Uu]nexpected|"
-    r"[Tt]hroughput|\bTTFT\b|\bITL\b|[Ll]atency|[Hh]it rate|#cached-token|[Tt]emperature|[Dd]eterministic|"
-    r"[Nn]ot enough|[Ii]nsufficient|[Ee]xceed|too (?:small|large|long|old)|[Dd]eprecat|[Mm]ismatch"
+    r"[Pp]ermission denied|[Rr]efused|preempted|[Rr]etract|\bleak|\bhang|\bstuck\b|[Uu]nexpected|"
+    r"[Nn]ot enough|[Ii]nsufficient|[Ee]xceed|too (?:small|large|long|old)|[Mm]ismatch"
 )
-_SALIENT_RE = re2.compile(_SALIENT, _RE2_OPTIONS)
+_WEAK = (
+    r"\bWARN(?:ING)?\b|[Ss]ignal\b|[Ee]vict|[Tt]hroughput|\bTTFT\b|\bITL\b|[Ll]atency|[Hh]it rate|#cached-token|"
+    r"[Tt]emperature|[Dd]eterministic|[Dd]eprecat"
+)
+_STRONG_RE = re2.compile(_STRONG, _RE2_OPTIONS)
+_ANY_RE = re2.compile(f"{_STRONG}|{_WEAK}", _RE2_OPTIONS)
+PASTE_BYTES = 1 << 20      # up to this size every weak word counts too
+MAX_CANDIDATES = 20000     # candidate lines read from the head of a huge log before jumping to its tail
+TAIL_BYTES = 2 << 20
 
 _SGLANG = re.compile(r"^\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)((?: (?:[DTPE]P|PP|CP)\d+)*)\] ?")
 _VLLM_PROC = re.compile(r"^\(([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*)(?: rank=(\d+))?(?: pid=(\d+))?(?:, ip=[^)]*)?\) ?")
@@ -137,19 +145,45 @@ def extract(text: str) -> Extract:
 
 def _candidate_lines(text: str) -> list[tuple[int, int, int]]:
     """(line number, start, end) of lines with a salient word, found in one RE2 pass."""
-    out: list[tuple[int, int, int]] = []
-    line_no, pos_counted = 1, 0
-    last_start = -1
-    for m in _SALIENT_RE.finditer(text):
-        start = text.rfind("\n", 0, m.start()) + 1
-        if start == last_start:
-            continue
-        last_start = start
-        line_no += text.count("\n", pos_counted, start)
-        pos_counted = start
-        end = text.find("\n", m.end())
-        out.append((line_no, start, len(text) if end < 0 else end))
+    data = text.encode("utf-8", "surrogatepass")
+    regex = _ANY_RE if len(data) <= PASTE_BYTES else _STRONG_RE
+    if data.isascii():
+        return list(matching_lines(regex, data, MAX_CANDIDATES, tail_bytes=TAIL_BYTES))
+    # Offsets are byte offsets: map them back to character offsets for the (rare) non-ASCII log.
+    out = []
+    for no, start, end in matching_lines(regex, data, MAX_CANDIDATES, tail_bytes=TAIL_BYTES):
+        cstart = len(data[:start].decode("utf-8", "replace"))
+        out.append((no, cstart, cstart + len(data[start:end].decode("utf-8", "replace"))))
     return out
+
+
+def matching_lines(regex, data: bytes, limit: int, tail_bytes: int = 0):
+    """Yield (line number, start, end) byte spans of distinct lines holding a match, in order.
+
+    After `limit` lines, the scan jumps to the last `tail_bytes` of the input: a log that repeats
+    its warnings a million times is read at its head and its tail, never line by line in Python.
+    """
+    line_no, counted, last_start, n = 1, 0, -1, 0
+    pos, size = 0, len(data)
+    while pos < size:
+        jumped = False
+        for m in regex.finditer(data, pos):
+            start = data.rfind(b"\n", 0, m.start()) + 1
+            if start == last_start:
+                continue
+            last_start = start
+            line_no += data.count(b"\n", counted, start)
+            counted = start
+            end = data.find(b"\n", m.end())
+            end = size if end < 0 else end
+            yield line_no, start, end
+            n += 1
+            if n >= limit and tail_bytes and size - end > tail_bytes:
+                pos = data.find(b"\n", size - tail_bytes) + 1 or size
+                n, jumped = 0, True
+                break
+        if not jumped:
+            return
 
 
 def _tail_lines(text: str, n: int) -> list[tuple[int, int, int]]:
@@ -248,7 +282,7 @@ _VERSION_PATTERNS = (
     ("flashinfer", re.compile(r"flashinfer(?:-python)?(?:==| )v?(\d+\.\d+\.\d+[\w.]*)")),
     ("transformers", re.compile(r"transformers(?:==| )v?(\d+\.\d+\.\d+)")),
 )
-_SCAN_WINDOW = 4 << 20
+_SCAN_WINDOW = 512 << 10  # engine and version markers sit near the start and the end
 
 
 def _windows(text: str) -> Iterable[str]:

@@ -1,78 +1,101 @@
-"""Fusion: the rule ordering and the learned passes' scores become one ranked, calibrated answer."""
+"""Fusion: rule precedence and the learned passes' scores become one calibrated ranking.
+
+Each candidate category gets a few features (its rule specificity, whether it came first, its best
+retrieval similarity, its classifier probability, …); a logistic model fitted on held-out corpus
+folds turns them into the probability that the candidate is right. That probability is the
+confidence, and below the threshold the answer is `unknown`.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from ._precedence import Ordering
 
 UNKNOWN = "unknown"
+FEATURES = ("rule", "initiating", "symptom_role", "retrieval", "retrieval_top", "classifier", "classifier_top",
+            "healthy", "rules_fired")
 
 
 @dataclasses.dataclass(frozen=True)
 class PassScores:
-    """One pass's opinion: a score in 0..1 per category, and the incident it would name for each."""
+    """One pass's opinion: a score per category, and the incident it would name for each."""
 
     scores: Mapping[str, float]
     incidents: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
+class Calibrator:
+    """A logistic model over `FEATURES`; the defaults are a hand-set prior used until one is fitted."""
+
+    coef: tuple[float, ...] = (5.0, 1.0, -0.5, 2.0, 0.5, 3.0, 0.5, -2.0, 0.0)
+    intercept: float = -3.0
+
+    def prob(self, x: Sequence[float]) -> float:
+        z = self.intercept + sum(w * v for w, v in zip(self.coef, x))
+        return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
+
+
+@dataclasses.dataclass(frozen=True)
 class Fusion:
-    ranking: tuple[tuple[str, float], ...]  # (category, fused score), best first
+    ranking: tuple[tuple[str, float], ...]  # (category, probability), best first
     confidence: float
     incident_for: dict[str, str]
 
 
-@dataclasses.dataclass(frozen=True)
-class Weights:
-    """Linear weights of each pass's score, and a logistic map from the margin to a probability.
+def candidates(ordering: Ordering, retrieval: PassScores | None, classifier: PassScores | None, k: int = 4) -> list[str]:
+    cats: list[str] = list(ordering.scores)
+    for p in (retrieval, classifier):
+        if p is not None:
+            cats.extend(c for c, _ in sorted(p.scores.items(), key=lambda kv: -kv[1])[:k])
+    return [c for c in dict.fromkeys(cats) if c != UNKNOWN]
 
-    The defaults are replaced by weights fitted on held-out corpus folds (see `Calibrator`)."""
 
-    rules: float = 1.0
-    retrieval: float = 0.6
-    classifier: float = 0.8
-    bias: float = -2.2
-    scale: float = 4.5
+def features(category: str, ordering: Ordering, retrieval: PassScores | None, classifier: PassScores | None,
+             symptom_roles: frozenset[str]) -> list[float]:
+    r_top = max(retrieval.scores.items(), key=lambda kv: kv[1])[0] if retrieval and retrieval.scores else None
+    known = {c: s for c, s in classifier.scores.items() if c != UNKNOWN} if classifier else {}
+    c_top = max(known.items(), key=lambda kv: kv[1])[0] if known else None
+    return [
+        ordering.scores.get(category, 0.0),
+        1.0 if ordering.initiating is not None and ordering.initiating.category == category else 0.0,
+        1.0 if category in symptom_roles else 0.0,
+        retrieval.scores.get(category, 0.0) if retrieval else 0.0,
+        1.0 if category == r_top else 0.0,
+        classifier.scores.get(category, 0.0) if classifier else 0.0,
+        1.0 if category == c_top else 0.0,
+        classifier.scores.get(UNKNOWN, 0.0) if classifier else 0.0,
+        1.0 if ordering.scores else 0.0,
+    ]
 
 
 def fuse(ordering: Ordering, retrieval: PassScores | None, classifier: PassScores | None,
-         weights: Weights = Weights(), rule_incidents: Mapping[str, str] | None = None) -> Fusion:
-    cats: set[str] = set(ordering.scores)
-    for p in (retrieval, classifier):
-        if p is not None:
-            cats.update(p.scores)
-    cats.discard(UNKNOWN)
-    fused: dict[str, float] = {}
-    for c in cats:
-        s = weights.rules * ordering.scores.get(c, 0.0)
-        if retrieval is not None:
-            s += weights.retrieval * retrieval.scores.get(c, 0.0)
-        if classifier is not None:
-            s += weights.classifier * classifier.scores.get(c, 0.0)
-        fused[c] = s
-    if ordering.initiating is not None:
-        # The rule pass's precedence decides between categories that the rules saw: the initiating
-        # fault is first even when a later symptom line is more frequent in the learned passes.
-        init = ordering.initiating.category
-        top_other = max((v for k, v in fused.items() if k != init), default=0.0)
-        fused[init] = max(fused[init], top_other + 1e-6) if fused.get(init, 0) >= 0.5 * top_other else fused[init]
-    ranking = tuple(sorted(fused.items(), key=lambda kv: -kv[1]))
+         calibrator: Calibrator, symptom_roles: frozenset[str], rule_incidents: Mapping[str, str]) -> Fusion:
+    ranked = sorted(((c, calibrator.prob(features(c, ordering, retrieval, classifier, symptom_roles)))
+                     for c in candidates(ordering, retrieval, classifier)), key=lambda kv: -kv[1])
+    ranked = _symptoms_after_fault(ranked, ordering, symptom_roles)
     incident_for: dict[str, str] = {}
-    for source in (classifier, retrieval):
+    for source in (retrieval, classifier):
         if source is not None:
             incident_for.update(source.incidents)
-    incident_for.update(rule_incidents or {})
-    if not ranking:
-        return Fusion((), 0.0, incident_for)
-    best = ranking[0][1]
-    second = ranking[1][1] if len(ranking) > 1 else 0.0
-    confidence = _logistic(weights.bias + weights.scale * (0.7 * best + 0.3 * (best - second)))
-    return Fusion(ranking, confidence, incident_for)
+    incident_for.update(rule_incidents)
+    confidence = ranked[0][1] if ranked else 0.0
+    return Fusion(tuple(ranked), confidence, incident_for)
 
 
-def _logistic(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-x))
+def _symptoms_after_fault(ranked: list[tuple[str, float]], ordering: Ordering,
+                          symptom_roles: frozenset[str]) -> list[tuple[str, float]]:
+    """A symptom category never outranks the initiating fault the rules found before it."""
+    if not ranked or ordering.initiating is None:
+        return ranked
+    init = ordering.initiating.category
+    if ranked[0][0] in symptom_roles and init != ranked[0][0] and init not in symptom_roles:
+        probs = dict(ranked)
+        if init in probs:
+            top = ranked[0][1]
+            rest = [(c, p) for c, p in ranked if c != init]
+            return [(init, max(probs[init], top))] + rest
+    return ranked

@@ -1,10 +1,150 @@
-"""Loading the learned passes (retrieval and classifier); filled in by the retrieval work."""
+"""The learned passes at run time, and keeping their artefact in step with the corpus.
+
+`load_learned_passes` returns the retrieval and classifier passes of the active model version. A
+missing or stale version (the corpus or the embedder changed) is rebuilt — announced on stderr,
+never used silently — carrying over the feedback examples the previous version was trained with.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import sys
+import threading
+from typing import Any
+
+from servetriage._errors import ModelError
 from servetriage._settings import Settings
 from servetriage.corpus import Corpus
 
+from ._artefacts import ArtefactStore, Meta
+from ._embed import Embedder, SentenceEmbedder
+from ._extract import Extract
+from ._features import document, query_lines
+from ._fuse import Calibrator, PassScores
+from ._retrieval import Index
+from ._textclf import TextClassifier
+from ._train import Model, TrainingExample, classifier_scores, retrieval_scores, train
 
-def load_learned_passes(settings: Settings, corpus: Corpus):
-    return (), None
+
+class RetrievalPass:
+    name = "retrieval"
+
+    def __init__(self, index: Index, embedder: Embedder) -> None:
+        self.index, self.embedder = index, embedder
+
+    def score(self, ex: Extract) -> PassScores:
+        lines = query_lines(ex)
+        if not lines:
+            return PassScores({})
+        return retrieval_scores(self.index, self.embedder.encode(lines))
+
+
+class ClassifierPass:
+    name = "classifier"
+
+    def __init__(self, clf: TextClassifier) -> None:
+        self.clf = clf
+
+    def score(self, ex: Extract) -> PassScores:
+        return classifier_scores(self.clf, [document(ex)])[0]
+
+
+_EMBEDDERS: dict[str, SentenceEmbedder] = {}  # explicit cache: one model per path per process
+_EMBEDDER_LOCK = threading.Lock()
+
+
+def embedder_for(settings: Settings) -> SentenceEmbedder:
+    """The fine-tuned model when one was promoted (model_dir/embedder), else the packaged one."""
+    path = settings.embedder_path
+    if path is None:
+        tuned = settings.model_dir / "embedder" / "ACTIVE"
+        if tuned.is_file():
+            candidate = settings.model_dir / "embedder" / tuned.read_text().strip()
+            if candidate.is_dir():
+                path = candidate
+    key = str(path)
+    with _EMBEDDER_LOCK:
+        if key not in _EMBEDDERS:
+            _EMBEDDERS[key] = SentenceEmbedder(path, threads=settings.threads)
+        return _EMBEDDERS[key]
+
+
+def load_model(settings: Settings, corpus: Corpus, embedder: Embedder, version: str | None = None) -> Model:
+    store = ArtefactStore(settings.model_dir)
+    version = version or store.active()
+    if version is None:
+        raise ModelError("no trained model yet: run `servetriage train`")
+    meta = store.meta(version)
+    store.check(meta, corpus.fingerprint, embedder.name)
+    clf = store.load_object(version, "classifier")
+    calibrator = store.load_object(version, "calibrator")
+    try:
+        index = Index.load(store.path(version) / "index")
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise ModelError(f"model {version}: cannot load its index ({type(exc).__name__})") from None
+    return Model(clf, index, calibrator, meta)
+
+
+def extra_examples(settings: Settings, version: str | None) -> list[TrainingExample]:
+    if version is None:
+        return []
+    store = ArtefactStore(settings.model_dir)
+    try:
+        rows = store.load_object(version, "extra")
+    except ModelError:
+        return []
+    return [TrainingExample(**r) for r in rows]
+
+
+def ensure_model(settings: Settings, corpus: Corpus, embedder: Embedder) -> Model:
+    store = ArtefactStore(settings.model_dir)
+    active = store.active()
+    try:
+        return load_model(settings, corpus, embedder, active)
+    except ModelError as exc:
+        print(f"servetriage: {exc}; training a new model (takes under a minute)…", file=sys.stderr)
+    model = train(corpus, embedder, store, extra_examples(settings, active), parent=active)
+    store.activate(model.meta.version)
+    return model
+
+
+def load_learned_passes(settings: Settings, corpus: Corpus) -> tuple[tuple[Any, ...], Calibrator | None]:
+    if not settings.embeddings:
+        return (), None
+    embedder = embedder_for(settings)
+    model = ensure_model(settings, corpus, embedder)
+    return (RetrievalPass(model.index, embedder), ClassifierPass(model.classifier)), model.calibrator
+
+
+def train_command(settings: Settings, fine_tune: bool = False, as_json: bool = False) -> int:
+    """`servetriage train`: a new version from corpus (+ the active version's feedback examples)."""
+    from servetriage.corpus import load_corpus
+
+    corpus = load_corpus(settings.extra_corpus_dirs)
+    if fine_tune:
+        from ._finetune import fine_tune_command
+        return fine_tune_command(settings, corpus, as_json=as_json)
+    embedder = embedder_for(settings)
+    store = ArtefactStore(settings.model_dir)
+    active = store.active()
+    say = (lambda m: None) if as_json else (lambda m: print(f"  {m}", file=sys.stderr))
+    model = train(corpus, embedder, store, extra_examples(settings, active), progress=say, parent=active)
+    store.activate(model.meta.version)
+    if as_json:
+        print(json.dumps(dataclasses.asdict(model.meta)))
+    else:
+        m = model.meta.metrics
+        print(f"trained model {model.meta.version} on {model.meta.examples} examples in {m['train_seconds']} s "
+              f"(cross-validated top-1: rules {m.get('cv_top1_rules')}, retrieval {m.get('cv_top1_retrieval')}, "
+              f"classifier {m.get('cv_top1_classifier')}, fused {m.get('cv_top1_fused')}); now active")
+    return 0
+
+
+def engine_for_model(settings: Settings, corpus: Corpus, model: Model):
+    """An `Engine` that answers with one specific model version (gating, replay, A/B)."""
+    from ._engine import Engine
+
+    embedder = embedder_for(settings)
+    return Engine(settings, corpus=corpus, passes=(RetrievalPass(model.index, embedder), ClassifierPass(model.classifier)),
+                  calibrator=model.calibrator)

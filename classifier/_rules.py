@@ -14,7 +14,7 @@ import re2
 
 from servetriage.corpus import Corpus, Signature
 
-from ._extract import parse_prefix
+from ._extract import matching_lines, parse_prefix
 from ._types import Hit, Line
 
 _OPTIONS = re2.Options()
@@ -61,28 +61,21 @@ class Scanner:
         return len(self._rules)
 
     def scan(self, text: str) -> list[Hit]:
-        """Every (line, signature) hit in `text`, in line order."""
+        """Every (line, signature) hit in `text`, in line order; a repeated line counts at its first occurrence."""
         if self._any is None or not text:
             return []
         hits: list[Hit] = []
-        cache: dict[str, list[_Rule]] = {}
-        line_no, counted, last_start, distinct = 1, 0, -1, 0
-        for m in self._any.finditer(text):
-            start = text.rfind("\n", 0, m.start()) + 1
-            if start == last_start:
-                continue
-            last_start = start
-            line_no += text.count("\n", counted, start)
-            counted = start
-            end = text.find("\n", m.end())
-            raw = text[start: len(text) if end < 0 else end]
-            matched = cache.get(raw)
-            if matched is None:
-                distinct += 1
-                if distinct > MAX_HIT_LINES:
-                    break
-                matched = [r for r in self._rules if r.matches(raw)]
-                cache[raw] = matched
+        seen: set[bytes] = set()
+        data = text.encode("utf-8", "surrogatepass")
+        for line_no, start, end in matching_lines(self._any, data, limit=1 << 62):
+            raw_bytes = data[start:end]
+            if raw_bytes in seen:
+                continue  # a repeat says nothing new; its first occurrence is the one that came first
+            seen.add(raw_bytes)
+            if len(seen) > MAX_HIT_LINES:
+                break
+            raw = raw_bytes.decode("utf-8", "replace")
+            matched = [r for r in self._rules if r.matches(raw)]
             if not matched:
                 continue
             body, rank, stamp, level = parse_prefix(raw)

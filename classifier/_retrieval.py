@@ -1,0 +1,77 @@
+"""Embedding retrieval: the corpus's example lines and signatures in a faiss index.
+
+A query is the log's few most fault-like lines (not the whole log); each finds its nearest entries,
+and a category scores the best similarity any of its entries reached.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Sequence
+
+import faiss
+import numpy as np
+
+from ._embed import Embedder
+
+TOP_K = 12
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    text: str
+    category: str
+    incident: str
+    kind: str  # "example", "signature" or "feedback"
+
+
+class Index:
+    def __init__(self, entries: Sequence[Entry], vectors: np.ndarray) -> None:
+        if len(entries) != len(vectors):
+            raise ValueError("one vector per entry")
+        self.entries = tuple(entries)
+        self._index = faiss.IndexFlatIP(vectors.shape[1])
+        self._index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+        self.vectors = vectors
+
+    @classmethod
+    def build(cls, entries: Sequence[Entry], embedder: Embedder) -> "Index":
+        return cls(entries, embedder.encode([e.text for e in entries]))
+
+    def subset(self, keep: Sequence[bool]) -> "Index":
+        idx = [i for i, k in enumerate(keep) if k]
+        return Index([self.entries[i] for i in idx], self.vectors[idx])
+
+    def search(self, vectors: np.ndarray, k: int = TOP_K) -> tuple[dict[str, float], dict[str, str]]:
+        """Best similarity per category over all query vectors, and the incident that reached it."""
+        scores: dict[str, float] = {}
+        incidents: dict[str, str] = {}
+        if len(vectors) == 0 or not self.entries:
+            return scores, incidents
+        sims, ids = self._index.search(np.ascontiguousarray(vectors, dtype=np.float32), min(k, len(self.entries)))
+        for row_s, row_i in zip(sims, ids):
+            for s, i in zip(row_s, row_i):
+                if i < 0:
+                    continue
+                e = self.entries[i]
+                if s > scores.get(e.category, -1.0):
+                    scores[e.category] = float(s)
+                    incidents[e.category] = e.incident
+        return scores, incidents
+
+    def save(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        faiss.write_index(self._index, str(directory / "index.faiss"))
+        with open(directory / "entries.jsonl", "w", encoding="utf-8") as fh:
+            for e in self.entries:
+                fh.write(json.dumps(dataclasses.asdict(e)) + "\n")
+
+    @classmethod
+    def load(cls, directory: Path) -> "Index":
+        raw = faiss.read_index(str(directory / "index.faiss"))
+        vectors = raw.reconstruct_n(0, raw.ntotal) if raw.ntotal else np.zeros((0, raw.d), dtype=np.float32)
+        with open(directory / "entries.jsonl", encoding="utf-8") as fh:
+            entries = [Entry(**json.loads(line)) for line in fh if line.strip()]
+        return cls(entries, vectors)

@@ -1,0 +1,220 @@
+"""Training: the classifier, the retrieval index and the fusion calibrator, from corpus (+ feedback).
+
+Calibration is fitted on held-out folds grouped by incident: each fold's scanner, classifier and
+index know nothing of the held-out incidents, so the calibrator learns how far to trust the passes
+on variants no rule has seen — the situation the learned passes exist for.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Callable, Sequence
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GroupKFold
+
+from servetriage.corpus import Corpus
+
+from ._artefacts import FORMAT, ArtefactStore, Meta
+from ._embed import Embedder, normalize_line
+from ._extract import Extract, extract
+from ._features import document, query_lines
+from ._fuse import UNKNOWN, Calibrator, PassScores, candidates, features, fuse
+from ._precedence import order
+from ._retrieval import Entry, Index
+from ._rules import Scanner
+from ._textclf import TextClassifier
+
+FOLDS = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingExample:
+    text: str
+    category: str
+    incident: str
+    source: str = "corpus"  # or "feedback"
+
+
+@dataclasses.dataclass(frozen=True)
+class Model:
+    """Everything the learned passes need at run time."""
+
+    classifier: TextClassifier
+    index: Index
+    calibrator: Calibrator
+    meta: Meta
+
+
+def corpus_examples(corpus: Corpus) -> list[TrainingExample]:
+    return [TrainingExample(ex, inc.category, inc.id) for inc in corpus.incidents for ex in inc.examples]
+
+
+def _signature_entries(corpus: Corpus) -> list[Entry]:
+    return [Entry(normalize_line(s.pattern), inc.category, inc.id, "signature")
+            for inc in corpus.incidents for s in inc.signatures if not s.regex]
+
+
+@dataclasses.dataclass
+class _Prepared:
+    example: TrainingExample
+    ex: Extract
+    doc: str
+    qlines: list[str]
+
+
+def _prepare(examples: Sequence[TrainingExample]) -> list[_Prepared]:
+    out = []
+    for e in examples:
+        ex = extract(e.text)
+        out.append(_Prepared(e, ex, document(ex), query_lines(ex)))
+    return out
+
+
+def _fit_classifier(prep: Sequence[_Prepared], sig_entries: Sequence[Entry]) -> TextClassifier:
+    docs = [p.doc for p in prep] + [e.text for e in sig_entries]
+    labels = [p.example.category for p in prep] + [e.category for e in sig_entries]
+    # A pasted fragment is often just the last exception line: teach that view too.
+    for p in prep:
+        last = next((l.body for l in reversed(p.ex.lines) if l.exception), None)
+        if last:
+            docs.append(normalize_line(last))
+            labels.append(p.example.category)
+    return TextClassifier().fit(docs, labels)
+
+
+def classifier_scores(clf: TextClassifier, docs: Sequence[str]) -> list[PassScores]:
+    probs = clf.proba(docs)
+    return [PassScores({c: float(p) for c, p in zip(clf.classes, row)}) for row in probs]
+
+
+def retrieval_scores(index: Index, qvecs: np.ndarray) -> PassScores:
+    scores, incidents = index.search(qvecs)
+    return PassScores(scores, incidents)
+
+
+def train(corpus: Corpus, embedder: Embedder, store: ArtefactStore, extra: Sequence[TrainingExample] = (),
+          progress: Callable[[str], None] = lambda _: None, parent: str | None = None) -> Model:
+    """Fit, cross-validate, calibrate and save a new version; the caller decides whether to activate it."""
+    t0 = time.perf_counter()
+    examples = corpus_examples(corpus) + list(extra)
+    progress(f"preparing {len(examples)} examples")
+    prep = _prepare(examples)
+    sig_entries = _signature_entries(corpus)
+    entries = [Entry(q, p.example.category, p.example.incident, "feedback" if p.example.source == "feedback" else "example")
+               for p in prep for q in p.qlines] + sig_entries
+    owner = [i for i, p in enumerate(prep) for _ in p.qlines] + [-1] * len(sig_entries)
+    progress(f"embedding {len(entries)} index entries")
+    t_embed = time.perf_counter()
+    full_index = Index.build(entries, embedder)
+    embed_s = time.perf_counter() - t_embed
+    qvec_rows: dict[int, list[int]] = {}
+    for row, i in enumerate(owner):
+        if i >= 0:
+            qvec_rows.setdefault(i, []).append(row)
+
+    progress("cross-validating and calibrating")
+    rows, labels, cv_preds = _cross_validate(corpus, prep, full_index, qvec_rows, owner)
+    calibrator = _fit_calibrator(rows, labels)
+    cv = _cv_metrics(cv_preds, calibrator, corpus)
+
+    progress("fitting the final classifier")
+    clf = _fit_classifier([p for p in prep if p.example.category], sig_entries)
+    version = store.new_version()
+    meta = Meta(version=version, format=FORMAT, corpus_fingerprint=corpus.fingerprint, embedder=embedder.name,
+                created=time.time(), metrics={**cv, "train_seconds": round(time.perf_counter() - t0, 2),
+                                               "embed_seconds": round(embed_s, 2), "index_entries": len(entries)},
+                examples=len(examples), feedback_examples=sum(e.source == "feedback" for e in examples), parent=parent)
+    store.save(meta, {"classifier": clf, "calibrator": calibrator, "index": full_index,
+                      "extra": [dataclasses.asdict(e) for e in extra]})
+    return Model(clf, full_index, calibrator, meta)
+
+
+def _cross_validate(corpus: Corpus, prep: list[_Prepared], full_index: Index, qvec_rows: dict[int, list[int]],
+                    owner: list[int]):
+    groups = [p.example.incident for p in prep]
+    n_folds = min(FOLDS, len(set(groups)))
+    rows: list[list[float]] = []
+    labels: list[int] = []
+    cv_preds: list[tuple[str, object, PassScores, PassScores]] = []
+    symptom_roles = frozenset(c for c, cat in corpus.categories.items() if cat.symptom)
+    if n_folds < 2:
+        return rows, labels, cv_preds
+    entry_incident = [e.incident for e in full_index.entries]
+    for train_idx, test_idx in GroupKFold(n_splits=n_folds).split(prep, groups=groups):
+        held = {groups[i] for i in test_idx}
+        fold_corpus = Corpus(corpus.categories, tuple(i for i in corpus.incidents if i.id not in held))
+        scanner = Scanner(fold_corpus)
+        clf = _fit_classifier([prep[i] for i in train_idx],
+                              [e for e in _signature_entries(fold_corpus)])
+        index = full_index.subset([inc not in held for inc in entry_incident])
+        test_docs = [prep[i].doc for i in test_idx]
+        clf_scores = classifier_scores(clf, test_docs)
+        for i, cs in zip(test_idx, clf_scores):
+            p = prep[i]
+            ordering = order(scanner.scan(p.example.text))
+            qv = full_index.vectors[qvec_rows.get(i, [])]
+            rs = retrieval_scores(index, qv)
+            cv_preds.append((p.example.category, ordering, rs, cs))
+            for c in candidates(ordering, rs, cs):
+                rows.append(features(c, ordering, rs, cs, symptom_roles))
+                labels.append(int(c == p.example.category))
+    return rows, labels, cv_preds
+
+
+def _fit_calibrator(rows: list[list[float]], labels: list[int]) -> Calibrator:
+    if len(set(labels)) < 2:
+        return Calibrator()
+    lr = LogisticRegression(C=1.0, max_iter=2000)
+    lr.fit(np.asarray(rows), np.asarray(labels))
+    return Calibrator(coef=tuple(float(x) for x in lr.coef_[0]), intercept=float(lr.intercept_[0]))
+
+
+def _cv_metrics(cv_preds, calibrator: Calibrator, corpus: Corpus, threshold: float = 0.35) -> dict[str, float]:
+    if not cv_preds:
+        return {}
+    symptom_roles = frozenset(c for c, cat in corpus.categories.items() if cat.symptom)
+    hits = {"rules": 0, "retrieval": 0, "classifier": 0, "fused": 0}
+    for label, ordering, rs, cs in cv_preds:
+        rule_top = ordering.initiating.category if ordering.initiating else UNKNOWN
+        ret_top = max(rs.scores.items(), key=lambda kv: kv[1])[0] if rs.scores else UNKNOWN
+        clf_top = max(cs.scores.items(), key=lambda kv: kv[1])[0] if cs.scores else UNKNOWN
+        fusion = fuse(ordering, rs, cs, calibrator, symptom_roles, {})
+        fused_top = fusion.ranking[0][0] if fusion.ranking and fusion.confidence >= threshold else UNKNOWN
+        for name, top in (("rules", rule_top), ("retrieval", ret_top), ("classifier", clf_top), ("fused", fused_top)):
+            hits[name] += int(top == label)
+    n = len(cv_preds)
+    return {f"cv_top1_{k}": round(v / n, 4) for k, v in hits.items()} | {"cv_examples": n}
+
+
+def retrain(parent: Model, corpus: Corpus, embedder: Embedder, store: ArtefactStore,
+            extra: Sequence[TrainingExample]) -> Model:
+    """A quick retrain for feedback: refit the classifier and extend the index, keep the calibrator.
+
+    The parent's cross-validated calibration still describes the passes (the corpus is unchanged),
+    so the seconds a full cross-validation costs are not spent on every vote.
+    """
+    if parent.meta.corpus_fingerprint != corpus.fingerprint:
+        raise ValueError("the corpus changed since the parent model: run a full train")
+    t0 = time.perf_counter()
+    examples = corpus_examples(corpus) + list(extra)
+    prep = _prepare(examples)
+    sig_entries = _signature_entries(corpus)
+    clf = _fit_classifier(prep, sig_entries)
+    fb_prep = [p for p in prep if p.example.source == "feedback"]
+    fb_entries = [Entry(q, p.example.category, p.example.incident, "feedback") for p in fb_prep for q in p.qlines]
+    base_index = parent.index.subset([e.kind != "feedback" for e in parent.index.entries])
+    vectors = np.concatenate([base_index.vectors, embedder.encode([e.text for e in fb_entries])]) if fb_entries \
+        else base_index.vectors
+    index = Index(list(base_index.entries) + fb_entries, vectors)
+    meta = Meta(version=store.new_version(), format=FORMAT, corpus_fingerprint=corpus.fingerprint,
+                embedder=embedder.name, created=time.time(),
+                metrics={**{k: v for k, v in parent.meta.metrics.items() if k.startswith("cv_")},
+                         "train_seconds": round(time.perf_counter() - t0, 2), "index_entries": len(index.entries),
+                         "retrain_of": parent.meta.version},
+                examples=len(examples), feedback_examples=len(extra), parent=parent.meta.version)
+    store.save(meta, {"classifier": clf, "calibrator": parent.calibrator, "index": index,
+                      "extra": [dataclasses.asdict(e) for e in extra]})
+    return Model(clf, index, parent.calibrator, meta)

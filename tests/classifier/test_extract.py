@@ -1,0 +1,58 @@
+from servetriage.classifier import detect_engine, detect_versions, extract, parse_prefix
+
+INTERLEAVED = """\
+INFO 03-04 10:11:12 [api_server.py:10] vLLM API server version 0.8.5
+[rank1]: Traceback (most recent call last):
+[rank0]: Traceback (most recent call last):
+[rank1]:   File "/usr/lib/python3/dist-packages/vllm/worker/model_runner.py", line 1700, in execute_model
+[rank0]:   File "/usr/lib/python3/dist-packages/torch/distributed/c10d.py", line 2501, in all_reduce
+[rank1]:     hidden = self.model(input_ids)
+[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB
+[rank0]:     work = group.allreduce([tensor])
+[rank0]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317
+(VllmWorker rank=2 pid=77) ERROR 03-04 10:11:15 [multiproc_executor.py:470] WorkerProc failed
+[2025-03-04 10:11:16 DP1 TP3] Scheduler hit an exception: boom
+"""
+
+
+def test_tracebacks_stay_whole_per_rank():
+    ex = extract(INTERLEAVED)
+    r1 = [l for l in ex.lines if l.rank == "rank 1"]
+    r0 = [l for l in ex.lines if l.rank == "rank 0"]
+    assert len({l.block for l in r1}) == 1 and len({l.block for l in r0}) == 1
+    assert r1[-1].exception and r1[-1].body.startswith("torch.OutOfMemoryError")
+    assert r0[-1].exception and "DistBackendError" in r0[-1].body
+    assert r1[0].block != r0[0].block
+    assert any(l.frame and "model_runner.py" in l.body for l in r1)
+
+
+def test_prefixes_give_rank_timestamp_and_level():
+    assert parse_prefix("(VllmWorker rank=2 pid=77) ERROR 03-04 10:11:15 [x.py:1] boom") == ("boom", "rank 2", "03-04 10:11:15", "ERROR")
+    body, rank, stamp, _ = parse_prefix("[2025-03-04 10:11:16 DP1 TP3] Scheduler hit an exception: x")
+    assert (body, rank, stamp) == ("Scheduler hit an exception: x", "DP1 TP3", "03-04 10:11:16")
+    body, rank, _, _ = parse_prefix("(EngineCore_0 pid=12) RuntimeError: x")
+    assert (body, rank) == ("RuntimeError: x", "EngineCore_0")
+    body, _, _, level = parse_prefix("[TensorRT-LLM][ERROR] Assertion failed: x")
+    assert (body, level) == ("Assertion failed: x", "ERROR")
+    body, rank, _, _ = parse_prefix("[rank3]: RuntimeError: y")
+    assert (body, rank) == ("RuntimeError: y", "rank 3")
+    _, rank, _, _ = parse_prefix("[PG ID 2 PG GUID 3 Rank 1] Process group watchdog thread terminated")
+    assert rank == "rank 1"
+
+
+def test_engine_and_versions_are_detected():
+    assert detect_engine(INTERLEAVED) == "vllm"
+    assert detect_versions(INTERLEAVED)["vllm"] == "0.8.5"
+    assert detect_engine("[2025-01-01 00:00:00] The server is fired up and ready to roll!") == "sglang"
+    assert detect_engine("[TensorRT-LLM][INFO] Engine version 0.17.0") == "trtllm"
+    assert detect_engine("hello world") is None
+
+
+def test_log_without_salient_lines_falls_back_to_its_tail():
+    ex = extract("\n".join(f"step {i} ok" for i in range(100)))
+    assert ex.lines and ex.lines[-1].body == "step 99 ok" and len(ex.lines) <= 25
+
+
+def test_line_numbers_are_exact():
+    ex = extract("a\nb\nRuntimeError: boom\nc\n")
+    assert [(l.no, l.body) for l in ex.lines] == [(3, "RuntimeError: boom")]

@@ -1,0 +1,47 @@
+from servetriage.classifier import Scanner
+from servetriage.classifier._precedence import order  # the ordering is the rule pass's contract
+
+
+def test_scanner_finds_literals_and_regexes_with_line_numbers(mini_corpus):
+    text = "ok\nfailed: cudaErrorIllegalAddress (700)\nok\ntorch.OutOfMemoryError: CUDA out of memory. x\n"
+    hits = Scanner(mini_corpus).scan(text)
+    assert [(h.line.no, h.incident) for h in hits] == [(2, "t-ima"), (4, "t-oom")]
+
+
+def test_symptom_after_fault_is_reported_as_consequence(mini_corpus):
+    text = ("(VllmWorker rank=1 pid=3) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB\n"
+            "ERROR vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue\n")
+    o = order(Scanner(mini_corpus).scan(text))
+    assert o.initiating.category == "gpu-oom" and o.initiating.best.line.rank == "rank 1"
+    assert [e.category for e in o.symptoms] == ["worker-dead"]
+
+
+def test_symptom_alone_is_the_answer(mini_corpus):
+    o = order(Scanner(mini_corpus).scan("vllm.v1.engine.exceptions.EngineDeadError: x\n"))
+    assert o.initiating.category == "worker-dead"
+
+
+def test_earliest_fault_wins_over_later_fault_of_equal_specificity(mini_corpus):
+    text = ("RuntimeError: CUDA error: an illegal memory access was encountered\n"
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB\n")
+    assert order(Scanner(mini_corpus).scan(text)).initiating.category == "illegal-memory-access"
+
+
+def test_specific_signature_beats_earlier_generic_one(mini_corpus):
+    text = ("RuntimeError: NCCL error in: ../nccl.cpp:1, unhandled cuda error\n"
+            "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    o = order(Scanner(mini_corpus).scan(text))
+    assert o.initiating.category == "illegal-memory-access"
+
+
+def test_timestamps_order_ranks_pasted_one_after_another(mini_corpus):
+    text = ("[2025-01-01 10:00:09 TP1] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB\n"
+            "[2025-01-01 10:00:02 TP0] RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    o = order(Scanner(mini_corpus).scan(text))
+    assert o.initiating.category == "illegal-memory-access" and o.initiating.best.line.rank == "TP0"
+
+
+def test_repeats_of_one_line_count_at_their_first_occurrence(mini_corpus):
+    text = "ok\n" + "torch.OutOfMemoryError: CUDA out of memory\n" * 200_000 + "EngineDeadError: x\n"
+    hits = Scanner(mini_corpus).scan(text)
+    assert [(h.line.no, h.category) for h in hits] == [(2, "gpu-oom"), (200_002, "worker-dead")]

@@ -1,0 +1,79 @@
+"""The shipped corpus: valid, large enough, and faithful to the seeds it was made from."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from servetriage import CorpusError
+from servetriage.corpus import check_corpus, corpus_stats, load_corpus, parse_incidents, load_categories
+
+SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seeds"
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return load_corpus()
+
+
+def test_corpus_check_passes(corpus):
+    problems = check_corpus(corpus, adversarial=True)
+    assert problems == [], "\n".join(map(str, problems[:20]))
+
+
+def test_coverage_targets(corpus):
+    stats = corpus_stats(corpus)
+    assert stats["incidents"] >= 150 and stats["examples"] >= 600
+    thin = {c: n for c, n in stats["per_category"].items() if c != "unknown" and n < 3}
+    assert not thin, thin
+
+
+def test_every_spec_signature_is_in_the_corpus(corpus):
+    patterns = {s.pattern for i in corpus.incidents for s in i.signatures}
+    examples = "\n".join(e for i in corpus.incidents for e in i.examples)
+    for cat in corpus.categories.values():
+        for sig in cat.signatures:
+            # Short spec strings (under the 12-character literal minimum) live on as regexes.
+            assert sig in patterns or sig in examples, f"{cat.id}: {sig!r}"
+
+
+@pytest.mark.skipif(not SEEDS.is_dir(), reason="the shared seeds are not beside this checkout")
+def test_every_issue_number_of_the_seed_index_is_cited(corpus):
+    index = next(SEEDS.glob("001_*")).read_text()
+    cited = "\n".join(s for i in corpus.incidents for s in i.sources)
+    numbers = set(re.findall(r"(?<![\w/])#(\d{3,6})\b", index)) | set(re.findall(r"pull request #?(\d{3,6})", index))
+    missing = sorted(n for n in numbers if not re.search(rf"/{n}\b", cited))
+    assert not missing, missing
+
+
+@pytest.mark.skipif(not SEEDS.is_dir(), reason="the shared seeds are not beside this checkout")
+def test_every_seed_page_is_cited(corpus):
+    cited = {s for i in corpus.incidents for s in i.sources}
+    for prefix in ("000", "001", "002", "003"):
+        assert f"seed:{prefix}" in cited
+
+
+def test_incident_fields_are_filled(corpus):
+    for inc in corpus.incidents:
+        assert inc.sources and inc.first_action and inc.cause and inc.examples, inc.id
+
+
+def test_schema_errors_name_the_entry():
+    cats = load_categories()
+    bad = {"incidents": [{"id": "x", "category": "no-such-category"}]}
+    with pytest.raises(CorpusError, match="x"):
+        parse_incidents(bad, cats, "bad.yaml")
+    with pytest.raises(CorpusError, match="unknown category"):
+        parse_incidents({"incidents": [dict(id="x", category="nope", engines=["vllm"], title="t", symptom="s",
+                                             cause="c", first_action="f", fix_or_status="x", **{"class": "Capacity"},
+                                             signatures=[], examples=["e"], sources=["seed:000"])]}, cats, "bad.yaml")
+
+
+def test_extra_directory_is_picked_up_without_code(tmp_path):
+    (tmp_path / "ours.yaml").write_text(
+        "incidents:\n  - id: local-widget-crash\n    category: invalid-config\n    engines: [vllm]\n"
+        "    title: Widget flag\n    symptom: s\n    cause: c\n    first_action: f\n    fix_or_status: open\n"
+        "    class: Configuration\n    signatures: ['WidgetConfig rejected the frobnicate flag']\n"
+        "    examples: ['ValueError: WidgetConfig rejected the frobnicate flag']\n    sources: [seed:000]\n")
+    corpus = load_corpus([tmp_path])
+    assert corpus.incident("local-widget-crash").category == "invalid-config"
