@@ -25,7 +25,7 @@ from ._features import query_lines
 from ._retrieval import Entry, Index
 
 HELD_OUT_SHARE = 0.25
-MAX_PAIRS = 2400
+MAX_PAIRS = 640
 BATCH = 32
 MIN_GAIN = 0.01
 
@@ -79,6 +79,11 @@ def _held_out_top1(embedder: SentenceEmbedder, corpus: Corpus, lines: dict[str, 
     return hits / total if total else 0.0
 
 
+def _features(model, texts: list[str]):
+    prepare = getattr(model, "preprocess", None) or model.tokenize
+    return prepare(texts)
+
+
 def fine_tune(settings: Settings, corpus: Corpus, seed: int = 13, epochs: int = 1,
               say=lambda m: None) -> FineTuneResult:
     import torch
@@ -107,8 +112,8 @@ def fine_tune(settings: Settings, corpus: Corpus, seed: int = 13, epochs: int = 
             batch = pairs[b: b + BATCH]
             if len(batch) < 2:
                 continue
-            a = model.tokenize([x for x, _ in batch])
-            p = model.tokenize([y for _, y in batch])
+            a = _features(model, [x for x, _ in batch])
+            p = _features(model, [y for _, y in batch])
             loss = loss_fn([a, p], torch.zeros(len(batch)))
             optimiser.zero_grad()
             loss.backward()

@@ -1,0 +1,131 @@
+"""Slack bot latency on loopback: acknowledgement time and reply latency, pasted log and 50 MB file.
+
+The real app (build_app + HttpAdapter under uvicorn) talks to the recording Web API stand-in; a
+signed Events API request is sent and timed until its HTTP 200 (the ack Slack waits 3 s for),
+and until the answer reaches the stand-in (chat.postMessage, or the chat.update that replaces
+the "reading…" placeholder of a large file). Usage:
+
+    python eval/bench_slack.py [--runs 20] [--file-mb 50] [--embeddings] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from servetriage import Settings
+from servetriage.bot import HttpAdapter, HttpServer, build_app
+from servetriage.bot.standin import SlackStandIn, event_envelope, message_event, signed_headers
+from servetriage.classifier import Engine
+
+SECRET = "bench-signing-secret"
+MB = 1024 * 1024
+OOM_TAIL = """Traceback (most recent call last):
+  File "/usr/lib/python3/site-packages/vllm/worker/model_runner.py", line 1204, in execute_model
+    hidden_states = model_executable(input_ids=input_ids, positions=positions)
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.14 GiB of which 1.06 GiB is free.
+"""
+PASTE = ("INFO 05-12 10:00:01 llm_engine.py:200] Initializing an LLM engine (v0.6.3) with config: model='m'\n"
+         + OOM_TAIL)
+
+
+def big_log(size: int) -> bytes:
+    line = ("INFO 05-12 10:{m:02d}:{s:02d} metrics.py:351] Avg prompt throughput: 812.4 tokens/s, Avg generation "
+            "throughput: 1520.7 tokens/s, Running: 61 reqs, Swapped: 0 reqs, Pending: 3 reqs, GPU KV cache usage: 87.1%\n")
+    rows, total, i = [], 0, 0
+    while total < size - 600:
+        row = line.format(m=(i // 60) % 60, s=i % 60)
+        rows.append(row)
+        total += len(row)
+        i += 1
+    return ("".join(rows) + OOM_TAIL).encode()
+
+
+def post(url: str, body: str) -> float:
+    req = urllib.request.Request(url, data=body.encode(), headers=signed_headers(SECRET, body), method="POST")
+    start = time.perf_counter()
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        resp.read()
+        assert resp.status == 200, resp.status
+    return time.perf_counter() - start
+
+
+def measure(runs: int, file_mb: int, embeddings: bool) -> dict:
+    data = Path(tempfile.mkdtemp(prefix="bench-slack-"))
+    with SlackStandIn() as slack:
+        settings = Settings(embeddings=embeddings, data_dir=data, slack_bot_token=slack.token,
+                            slack_signing_secret=SECRET, slack_api_url=slack.api_url, channel_rate_per_minute=0)
+        engine = Engine(settings)
+        t = time.perf_counter()
+        bot = build_app(settings, engine)
+        bot.warm_in_background()
+        bot.readiness.wait(600)
+        warm_s = time.perf_counter() - t
+        server = HttpServer(HttpAdapter(bot).asgi(), "127.0.0.1", 0).start()
+        url = server.url + "/slack/events"
+        try:
+            paste_ack, paste_reply = [], []
+            for i in range(runs):
+                ts = f"1712001000.{i:06d}"
+                body = json.dumps(event_envelope(message_event("```\n" + PASTE + "```", ts=ts)))
+                sent = time.perf_counter()
+                paste_ack.append(post(url, body))
+                [reply] = slack.wait_for("chat.postMessage", where=lambda c, ts=ts: c.args.get("thread_ts") == ts)
+                paste_reply.append(reply.at - sent)
+                assert "gpu-oom" in reply.text, reply.text[:300]
+            content = big_log(file_mb * MB)
+            file_ack, file_reply = [], []
+            for i in range(max(1, runs // 10)):
+                ts = f"1712002000.{i:06d}"
+                f = slack.add_file(f"server-{i}.log", content, channel="C0001", ts=ts)
+                body = json.dumps(event_envelope(message_event("", ts=ts, subtype="file_share", files=[f])))
+                sent = time.perf_counter()
+                file_ack.append(post(url, body))
+                [update] = slack.wait_for("chat.update", count=i + 1, timeout=600)[i:]
+                file_reply.append(update.at - sent)
+                assert "gpu-oom" in update.text, update.text[:300]
+        finally:
+            server.stop()
+            bot.close()
+    return {
+        "embeddings": embeddings, "warm_s": round(warm_s, 2), "runs": runs, "file_mb": file_mb,
+        "file_bytes": len(content),
+        "paste": {"ack_ms": _stats(paste_ack), "reply_ms": _stats(paste_reply)},
+        "file": {"ack_ms": _stats(file_ack), "reply_ms": _stats(file_reply), "runs": len(file_ack)},
+    }
+
+
+def _stats(seconds: list[float]) -> dict:
+    ms = sorted(s * 1000 for s in seconds)
+    return {"median": round(statistics.median(ms), 1), "p95": round(ms[min(len(ms) - 1, int(0.95 * len(ms)))], 1),
+            "max": round(ms[-1], 1)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--runs", type=int, default=20)
+    p.add_argument("--file-mb", type=int, default=50)
+    p.add_argument("--embeddings", action="store_true", help="the full engine (default: rules only)")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    result = measure(args.runs, args.file_mb, args.embeddings)
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(f"engine: {'full (embeddings on)' if args.embeddings else 'embeddings off (SERVETRIAGE_EMBEDDINGS=off)'}; "
+          f"warm {result['warm_s']} s")
+    for name, label in (("paste", "pasted log"), ("file", f"{args.file_mb} MB file")):
+        r = result[name]
+        print(f"{label:>14}: ack median {r['ack_ms']['median']} ms (p95 {r['ack_ms']['p95']}), "
+              f"reply median {r['reply_ms']['median']} ms (p95 {r['reply_ms']['p95']}, max {r['reply_ms']['max']})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
