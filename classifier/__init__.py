@@ -1,25 +1,45 @@
 """The diagnosis engine: ingest → extract → rules / retrieve / classify → fuse → `Diagnosis`.
 
-Knows nothing of Slack. Everything a front end needs is exported here; the modules behind it are private.
+Knows nothing of Slack. Everything a front end needs is exported here; the modules behind it are
+private. The learned parts (torch, scikit-learn, faiss) are imported on first use of a name that
+needs them, so `import servetriage` and the rule pass stay fast.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from ._diagnosis import UNKNOWN, Candidate, Diagnosis, EvidenceLine, IncidentRef, Initiating, Symptom
 from ._engine import Engine
 from ._extract import Extract, detect_engine, detect_versions, extract, parse_prefix
-from ._artefacts import ArtefactStore, Meta
-from ._learned import embedder_for, engine_for_model, ensure_model, load_model, train_command
-from ._train import Model, TrainingExample, retrain, train
 from ._ingest import LogText, decode, from_bytes, from_stream, from_text, normalize, read_inputs, read_path
 from ._redact import redact
 from ._render import render_text
 from ._rules import Scanner
 from ._types import Hit, Line
 
+_LAZY = {
+    "ArtefactStore": "._artefacts", "Meta": "._artefacts",
+    "embedder_for": "._learned", "engine_for_model": "._learned", "ensure_model": "._learned",
+    "load_model": "._learned", "train_command": "._learned",
+    "Model": "._train", "TrainingExample": "._train", "retrain": "._train", "train": "._train",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
-    "ArtefactStore", "Meta", "Model", "TrainingExample", "embedder_for", "engine_for_model", "ensure_model",
-    "load_model", "retrain", "train",
-    "Candidate", "Diagnosis", "Engine", "EvidenceLine", "Extract", "Hit", "IncidentRef", "Initiating", "Line",
-    "LogText", "Scanner", "Symptom", "UNKNOWN", "decode", "detect_engine", "detect_versions", "extract",
-    "from_bytes", "from_stream", "from_text", "normalize", "parse_prefix", "read_inputs", "read_path", "redact",
-    "render_text", "train_command",
+    "ArtefactStore", "Candidate", "Diagnosis", "Engine", "EvidenceLine", "Extract", "Hit", "IncidentRef",
+    "Initiating", "Line", "LogText", "Meta", "Model", "Scanner", "Symptom", "TrainingExample", "UNKNOWN", "decode",
+    "detect_engine", "detect_versions", "embedder_for", "engine_for_model", "ensure_model", "extract", "from_bytes",
+    "from_stream", "from_text", "load_model", "normalize", "parse_prefix", "read_inputs", "read_path", "redact",
+    "render_text", "retrain", "train", "train_command",
 ]

@@ -14,6 +14,7 @@ from typing import Protocol
 from servetriage._settings import Settings
 from servetriage.corpus import Corpus, Incident, load_corpus
 
+from ._earlier import earlier_fault
 from ._diagnosis import UNKNOWN, Candidate, Diagnosis, EvidenceLine, IncidentRef, Initiating, Symptom
 from ._extract import Extract, extract
 from ._fuse import Calibrator, Fusion, PassScores, fuse
@@ -107,6 +108,11 @@ class Engine:
                 ts = time.perf_counter()
                 learned[p.name] = p.score(ex)
                 timings[f"{p.name}_ms"] = (time.perf_counter() - ts) * 1000
+        if learned.get("classifier") is not None:
+            classifier = next(p for p in self.passes if p.name == "classifier")
+            moved = earlier_fault(ex, ordering, lambda sub: (classifier.score(sub),), self.symptom_roles)
+            if moved is not None:
+                ordering = moved
         rule_incidents = _rule_incidents(ordering, learned.get("retrieval"))
         fusion = fuse(ordering, learned.get("retrieval"), learned.get("classifier"), self.calibrator,
                       self.symptom_roles, rule_incidents)
@@ -197,6 +203,10 @@ def _rule_incidents(ordering: Ordering, retrieval: PassScores | None) -> dict[st
         events.insert(0, ordering.initiating)
     for e in events:
         if e.category in out:
+            continue
+        if not e.best.incident:  # an event the learned passes found: retrieval names its incident
+            if nearest.get(e.category):
+                out[e.category] = nearest[e.category]
             continue
         same = [h.incident for h in e.hits if h.category == e.category]
         out[e.category] = nearest.get(e.category) if nearest.get(e.category) in same else e.best.incident

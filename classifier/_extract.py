@@ -37,7 +37,8 @@ _STRONG = (
 )
 _WEAK = (
     r"\bWARN(?:ING)?\b|[Ss]ignal\b|[Ee]vict|[Tt]hroughput|\bTTFT\b|\bITL\b|[Ll]atency|[Hh]it rate|#cached-token|"
-    r"[Tt]emperature|[Dd]eterministic|[Dd]eprecat"
+    r"[Tt]emperature|[Dd]eterministic|[Dd]eprecat|\b[Ss]low(?:er|down)?\b|[Rr]egress|\b[Dd]ropped\b|[Dd]egrad|"
+    r"tokens?/s|tok/s|[Aa]ccept(?:ance)? (?:len|rate)"
 )
 _STRONG_RE = re2.compile(_STRONG, _RE2_OPTIONS)
 _ANY_RE = re2.compile(f"{_STRONG}|{_WEAK}", _RE2_OPTIONS)
@@ -49,7 +50,7 @@ _SGLANG = re.compile(r"^\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)((?: (?
 _VLLM_PROC = re.compile(r"^\(([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*)(?: rank=(\d+))?(?: pid=(\d+))?(?:, ip=[^)]*)?\) ?")
 _LEVEL = re.compile(r"^(INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\s+(\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)?\s+(?:\[[\w./-]+(?::\d+)?\]|[\w./-]+:\d+\])\s?")
 _TORCHRUN = re.compile(r"^\[(?:rank|default)(\d+)\]:\s?")
-_TRT = re.compile(r"^(?:\[(\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d)\]\s*)?\[(?:TRT-LLM|TensorRT-LLM)\]\s*\[?(ERROR|E|W|WARNING|I|INFO|F|FATAL)\]\s*")
+_TRT = re.compile(r"^(?:\[(\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d)\]\s*)?\[(?:TRT-LLM|TensorRT-LLM)\]\s*(?:\[RANK (\d+)\]\s*)?\[?(ERROR|E|W|WARNING|I|INFO|F|FATAL)\]\s*")
 _ISO = re.compile(r"^(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?:Z|[+-]\d\d:?\d\d)?\s*(?:-\s*)?(?:(?:\[?(INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\]?)\s*(?:-\s*)?)?")
 _BODY_RANK = re.compile(r"\b(?:[Rr]ank|RANK)[ =:]?(\d+)\b|\bTP_?(\d+)\b")
 _EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|error)\b(?::|$)|^[a-z_][\w.]*\.[A-Z]\w*(?::|$)")
@@ -107,7 +108,9 @@ def parse_prefix(raw: str) -> tuple[str, str | None, str | None, str | None]:
             continue
         m = _TRT.match(body)
         if m:
-            level = level or {"E": "ERROR", "W": "WARNING", "I": "INFO", "F": "FATAL"}.get(m.group(2), m.group(2))
+            level = level or {"E": "ERROR", "W": "WARNING", "I": "INFO", "F": "FATAL"}.get(m.group(3), m.group(3))
+            if m.group(2) is not None:
+                rank = rank or f"rank {m.group(2)}"
             if m.group(1):
                 mo, d, rest = m.group(1)[0:2], m.group(1)[3:5], m.group(1)[11:]
                 stamp = stamp or f"{mo}-{d} {rest}"

@@ -34,7 +34,7 @@ class RetrievalPass:
         self.index, self.embedder = index, embedder
 
     def score(self, ex: Extract) -> PassScores:
-        lines = query_lines(ex)
+        lines = self.index.usable(query_lines(ex, k=8))[:4]
         if not lines:
             return PassScores({})
         return retrieval_scores(self.index, self.embedder.encode(lines))

@@ -27,10 +27,22 @@ class Entry:
     kind: str  # "example", "signature" or "feedback"
 
 
+STOP_CATEGORIES = 3  # a line seen in examples of this many categories tells none of them apart
+
+
+def stop_lines(entries: Sequence[Entry]) -> frozenset[str]:
+    """Lines shared by examples of several categories ("The above exception was the direct cause…")."""
+    cats: dict[str, set[str]] = {}
+    for e in entries:
+        cats.setdefault(e.text, set()).add(e.category)
+    return frozenset(t for t, c in cats.items() if len(c) >= STOP_CATEGORIES)
+
+
 class Index:
-    def __init__(self, entries: Sequence[Entry], vectors: np.ndarray) -> None:
+    def __init__(self, entries: Sequence[Entry], vectors: np.ndarray, stoplines: frozenset[str] = frozenset()) -> None:
         if len(entries) != len(vectors):
             raise ValueError("one vector per entry")
+        self.stoplines = stoplines
         self.entries = tuple(entries)
         self._index = faiss.IndexFlatIP(vectors.shape[1])
         self._index.add(np.ascontiguousarray(vectors, dtype=np.float32))
@@ -38,11 +50,16 @@ class Index:
 
     @classmethod
     def build(cls, entries: Sequence[Entry], embedder: Embedder) -> "Index":
-        return cls(entries, embedder.encode([e.text for e in entries]))
+        stop = stop_lines(entries)
+        kept = [e for e in entries if e.text not in stop]
+        return cls(kept, embedder.encode([e.text for e in kept]), stop)
 
     def subset(self, keep: Sequence[bool]) -> "Index":
         idx = [i for i, k in enumerate(keep) if k]
-        return Index([self.entries[i] for i in idx], self.vectors[idx])
+        return Index([self.entries[i] for i in idx], self.vectors[idx], self.stoplines)
+
+    def usable(self, lines: Sequence[str]) -> list[str]:
+        return [l for l in lines if l not in self.stoplines]
 
     def search(self, vectors: np.ndarray, k: int = TOP_K) -> tuple[dict[str, float], dict[str, str]]:
         """Best similarity per category over all query vectors, and the incident that reached it."""
@@ -67,6 +84,7 @@ class Index:
         with open(directory / "entries.jsonl", "w", encoding="utf-8") as fh:
             for e in self.entries:
                 fh.write(json.dumps(dataclasses.asdict(e)) + "\n")
+        (directory / "stoplines.json").write_text(json.dumps(sorted(self.stoplines)))
 
     @classmethod
     def load(cls, directory: Path) -> "Index":
@@ -74,4 +92,5 @@ class Index:
         vectors = raw.reconstruct_n(0, raw.ntotal) if raw.ntotal else np.zeros((0, raw.d), dtype=np.float32)
         with open(directory / "entries.jsonl", encoding="utf-8") as fh:
             entries = [Entry(**json.loads(line)) for line in fh if line.strip()]
-        return cls(entries, vectors)
+        stop = frozenset(json.loads((directory / "stoplines.json").read_text()))
+        return cls(entries, vectors, stop)

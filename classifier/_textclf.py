@@ -1,7 +1,9 @@
-"""The trained classifier: TF-IDF of words and character n-grams, then a linear model.
+"""The trained classifier: TF-IDF of words and character n-grams, then a linear SVM.
 
-Character n-grams carry what a reworded message keeps (`OutOfMemory`, `nccl`, `xgrammar`); the
-optional embedding block adds the sentence model's view of the lines.
+Character n-grams carry what a reworded message keeps (`OutOfMemory`, `nccl`, `xgrammar`). A linear
+SVM fits the corpus in well under a second (a retrain on every vote stays cheap) and, cross-validated
+by incident on the corpus, was as accurate as logistic regression at a tenth of the time. Its margins
+become scores through a softmax; the fusion calibrator maps them to probabilities.
 """
 
 from __future__ import annotations
@@ -10,32 +12,36 @@ from typing import Sequence
 
 import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import FeatureUnion, Pipeline
+from sklearn.svm import LinearSVC
+
+TEMPERATURE = 4.0
 
 
-def build_pipeline(c: float = 8.0) -> Pipeline:
+def build_pipeline(c: float = 0.5) -> Pipeline:
     features = FeatureUnion([
         ("words", TfidfVectorizer(token_pattern=r"[A-Za-z_][A-Za-z0-9_]{1,}", ngram_range=(1, 2), min_df=1,
-                                  sublinear_tf=True, lowercase=True, max_features=60000)),
+                                  sublinear_tf=True, lowercase=True, max_features=40000)),
         ("chars", TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), min_df=2, sublinear_tf=True,
-                                  lowercase=True, max_features=120000)),
+                                  lowercase=True, max_features=60000)),
     ])
-    clf = LogisticRegression(C=c, max_iter=3000, class_weight="balanced")
-    return Pipeline([("features", features), ("clf", clf)])
+    return Pipeline([("features", features), ("clf", LinearSVC(C=c, class_weight="balanced"))])
 
 
 class TextClassifier:
-    """Fit on documents and labels; `proba` gives a probability per known category."""
+    """Fit on documents and labels; `proba` gives a score in 0..1 per known category, summing to 1."""
 
-    def __init__(self, c: float = 8.0) -> None:
+    def __init__(self, c: float = 0.5) -> None:
         self.pipeline = build_pipeline(c)
         self.classes: tuple[str, ...] = ()
 
     def fit(self, docs: Sequence[str], labels: Sequence[str]) -> "TextClassifier":
         self.pipeline.fit(list(docs), list(labels))
-        self.classes = tuple(self.pipeline.classes_)
+        self.classes = tuple(str(c) for c in self.pipeline.classes_)
         return self
 
     def proba(self, docs: Sequence[str]) -> np.ndarray:
-        return self.pipeline.predict_proba(list(docs))
+        margins = np.atleast_2d(self.pipeline.decision_function(list(docs))) * TEMPERATURE
+        margins -= margins.max(axis=1, keepdims=True)
+        exp = np.exp(margins)
+        return exp / exp.sum(axis=1, keepdims=True)

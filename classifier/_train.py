@@ -20,10 +20,10 @@ from servetriage.corpus import Corpus
 from ._artefacts import FORMAT, ArtefactStore, Meta
 from ._embed import Embedder, normalize_line
 from ._extract import Extract, extract
-from ._features import document, query_lines
+from ._features import QUERY_LINES, document, query_lines
 from ._fuse import UNKNOWN, Calibrator, PassScores, candidates, features, fuse
 from ._precedence import order
-from ._retrieval import Entry, Index
+from ._retrieval import Entry, Index, stop_lines
 from ._rules import Scanner
 from ._textclf import TextClassifier
 
@@ -69,7 +69,7 @@ def _prepare(examples: Sequence[TrainingExample]) -> list[_Prepared]:
     out = []
     for e in examples:
         ex = extract(e.text)
-        out.append(_Prepared(e, ex, document(ex), query_lines(ex)))
+        out.append(_Prepared(e, ex, document(ex), query_lines(ex, k=8)))
     return out
 
 
@@ -103,12 +103,16 @@ def train(corpus: Corpus, embedder: Embedder, store: ArtefactStore, extra: Seque
     progress(f"preparing {len(examples)} examples")
     prep = _prepare(examples)
     sig_entries = _signature_entries(corpus)
-    entries = [Entry(q, p.example.category, p.example.incident, "feedback" if p.example.source == "feedback" else "example")
-               for p in prep for q in p.qlines] + sig_entries
-    owner = [i for i, p in enumerate(prep) for _ in p.qlines] + [-1] * len(sig_entries)
+    kinds = ["feedback" if p.example.source == "feedback" else "example" for p in prep]
+    stop = stop_lines([Entry(q, p.example.category, p.example.incident, k) for p, k in zip(prep, kinds) for q in p.qlines])
+    for p in prep:
+        p.qlines = [q for q in p.qlines if q not in stop][:QUERY_LINES]
+    entries = [Entry(q, p.example.category, p.example.incident, k) for p, k in zip(prep, kinds) for q in p.qlines]
+    entries += [e for e in sig_entries if e.text not in stop]
+    owner = [i for i, p in enumerate(prep) for _ in p.qlines] + [-1] * (len(entries) - sum(len(p.qlines) for p in prep))
     progress(f"embedding {len(entries)} index entries")
     t_embed = time.perf_counter()
-    full_index = Index.build(entries, embedder)
+    full_index = Index(entries, embedder.encode([e.text for e in entries]), stop)
     embed_s = time.perf_counter() - t_embed
     qvec_rows: dict[int, list[int]] = {}
     for row, i in enumerate(owner):
@@ -204,11 +208,12 @@ def retrain(parent: Model, corpus: Corpus, embedder: Embedder, store: ArtefactSt
     sig_entries = _signature_entries(corpus)
     clf = _fit_classifier(prep, sig_entries)
     fb_prep = [p for p in prep if p.example.source == "feedback"]
-    fb_entries = [Entry(q, p.example.category, p.example.incident, "feedback") for p in fb_prep for q in p.qlines]
+    fb_entries = [Entry(q, p.example.category, p.example.incident, "feedback")
+                  for p in fb_prep for q in parent.index.usable(p.qlines)[:QUERY_LINES]]
     base_index = parent.index.subset([e.kind != "feedback" for e in parent.index.entries])
     vectors = np.concatenate([base_index.vectors, embedder.encode([e.text for e in fb_entries])]) if fb_entries \
         else base_index.vectors
-    index = Index(list(base_index.entries) + fb_entries, vectors)
+    index = Index(list(base_index.entries) + fb_entries, vectors, parent.index.stoplines)
     meta = Meta(version=store.new_version(), format=FORMAT, corpus_fingerprint=corpus.fingerprint,
                 embedder=embedder.name, created=time.time(),
                 metrics={**{k: v for k, v in parent.meta.metrics.items() if k.startswith("cv_")},

@@ -34,6 +34,7 @@ def test_prefixes_give_rank_timestamp_and_level():
     assert (body, rank) == ("RuntimeError: x", "EngineCore_0")
     body, _, _, level = parse_prefix("[TensorRT-LLM][ERROR] Assertion failed: x")
     assert (body, level) == ("Assertion failed: x", "ERROR")
+    assert parse_prefix("[TensorRT-LLM][RANK 3][ERROR] boom")[:2] == ("boom", "rank 3")
     body, rank, _, _ = parse_prefix("[rank3]: RuntimeError: y")
     assert (body, rank) == ("RuntimeError: y", "rank 3")
     _, rank, _, _ = parse_prefix("[PG ID 2 PG GUID 3 Rank 1] Process group watchdog thread terminated")

@@ -55,8 +55,10 @@ def test_a_reworded_failure_with_no_signature_is_still_recognised(trained):
            "[2025-05-02 08:00:09 TP0] Exception while allocating the token-to-KV pool: the device has no memory "
            "left for the KV cache after loading weights; lower the context or raise the static memory fraction\n")
     d = engine.diagnose_text(log)
-    assert d.category in {"kv-cache-too-small", "gpu-oom", "kv-cache-exhausted"}
-    assert set(d.passes) >= {"rules", "retrieval", "classifier"}
+    memory = {"kv-cache-too-small", "gpu-oom", "kv-cache-exhausted"}
+    assert d.passes["rules"] == {}  # no signature knows this wording
+    assert d.top[0].category in memory  # the answer, or the first "might be" when unsure
+    assert d.category in memory | {"unknown"}
 
 
 @pytest.mark.parametrize("text", [

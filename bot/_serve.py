@@ -1,0 +1,71 @@
+"""`servetriage serve`: pick the mode from the tokens, warm in the background, serve until stopped."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from typing import Any, Iterable
+
+from servetriage._errors import ConfigError
+from servetriage._settings import Settings
+
+from ._protocols import Diagnoser, ReplyRecorder
+from .app import Extension, build_app
+
+log = logging.getLogger(__name__)
+
+MISSING = ("Slack is not configured: set SLACK_BOT_TOKEN (xoxb-…) and either SLACK_APP_TOKEN (xapp-…, Socket Mode) "
+           "or SLACK_SIGNING_SECRET (HTTP mode). See docs/slack.md.")
+
+
+def serve(settings: Settings, diagnoser: Diagnoser | None = None, recorder: ReplyRecorder | None = None,
+          extensions: Iterable[Extension] = ()) -> int:
+    """Run the bot until SIGINT/SIGTERM; Socket Mode when SLACK_APP_TOKEN is set, else HTTP on host:port."""
+    if not settings.slack_bot_token or not (settings.slack_app_token or settings.slack_signing_secret):
+        raise ConfigError(MISSING)
+    _configure_logging()
+    if diagnoser is None:
+        from servetriage.classifier import Engine  # the engine loads lazily; constructing it is cheap
+        diagnoser = Engine(settings)
+    bot = build_app(settings, diagnoser, recorder=recorder, extensions=extensions)
+    bot.warm_in_background()
+    previous = _sigterm_as_interrupt()
+    try:
+        if settings.slack_app_token:
+            from .adapter import SocketModeAdapter
+            adapter = SocketModeAdapter(bot)
+            log.info("servetriage: Socket Mode, Web API at %s", settings.slack_api_url)
+            adapter.start()
+        else:
+            from .adapter import HttpAdapter, HttpServer
+            server = HttpServer(HttpAdapter(bot).asgi(), settings.host, settings.port)
+            log.info("servetriage: HTTP mode on %s/slack/events, Web API at %s", server.url, settings.slack_api_url)
+            server.run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        bot.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    return 0
+
+
+def _configure_logging() -> None:
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def _sigterm_as_interrupt() -> Any:
+    """SIGTERM (docker stop) ends the bot like Ctrl-C: queued diagnoses finish, the exit status is 0.
+
+    Socket Mode blocks in Bolt's handler, which has no signal handling; uvicorn shuts down
+    gracefully and then re-raises the signal it caught, which lands here instead of killing us."""
+    def _raise(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        return signal.signal(signal.SIGTERM, _raise)
+    except ValueError:  # not the main thread: leave signals alone
+        return None

@@ -1,0 +1,220 @@
+"""The work behind every trigger: gather the inputs, diagnose, record, render, reply.
+
+Runs on the bounded pool, never on the request thread, so Slack is acknowledged first. Each
+input (a file, the pasted text) becomes one reply; implicit jobs claim each input in the ledger
+under its message first, so two events about one message still answer once.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any, Callable
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError, SlackClientError
+
+from .._protocols import Diagnoser, ReplyRecorder
+from ..detect import looks_like_log, mentions, strip_mention, unformat
+from ..render import Reply, notices, render_diagnosis
+from ..store import EventLedger
+from ._files import FileReader
+from ._job import Job, SlackFile, Target
+from ._pool import WorkPool
+from ._problem import Problem
+from ._ratelimit import ChannelRateLimiter
+from ._respond import Responder
+
+if TYPE_CHECKING:
+    from servetriage.classifier import Diagnosis, LogText
+
+log = logging.getLogger(__name__)
+
+MAX_FILES = 5                    # per message; Slack allows 10, a reply each would bury the thread
+PLACEHOLDER_BYTES = 2 * 1024 * 1024  # files this big first get a "reading…" line, updated in place
+EXCERPT_CHARS = 20_000
+THREAD_SCAN = 50
+
+
+class Triage:
+    """Owns the pool, the limiter and the Web API side of answering; listeners only `submit`."""
+
+    def __init__(self, *, diagnoser: Diagnoser, recorder: ReplyRecorder, client: WebClient, ledger: EventLedger,
+                 pool: WorkPool, limiter: ChannelRateLimiter, reader: FileReader,
+                 bot_user_id: Callable[[], str | None]) -> None:
+        self.diagnoser = diagnoser
+        self.recorder = recorder
+        self.ledger = ledger
+        self.pool = pool
+        self.limiter = limiter
+        self.reader = reader
+        self.responder = Responder(client)
+        self._client = client
+        self._bot_user_id = bot_user_id
+
+    def submit(self, job: Job) -> bool:
+        """Queue `job`; when the pool is full an explicit request hears "busy", an implicit one is dropped."""
+        if self.pool.submit(lambda: self.run(job)):
+            return True
+        log.warning("triage pool full; dropping %s job in %s", job.source, job.target.channel)
+        if job.explicit:
+            self.responder.notify(job.target, notices.busy(), private=True)
+        return False
+
+    def follow_file_share(self, channel: str, file_id: str, *, user: str | None, team: str | None) -> bool:
+        """A `file_shared` event: find the sharing message with `files.info`, then run it as a file job."""
+        return self.pool.submit(lambda: self._follow_share(channel, file_id, user, team))
+
+    def run(self, job: Job) -> None:
+        try:
+            self._run(job)
+        except Exception:
+            log.exception("%s job in %s failed", job.source, job.target.channel)
+            if job.explicit:
+                self.responder.notify(job.target, notices.failed(), private=True)
+
+    # -- steps -------------------------------------------------------------------------------
+    def _follow_share(self, channel: str, file_id: str, user: str | None, team: str | None) -> None:
+        try:
+            file = dict(self._client.files_info(file=file_id).get("file") or {})
+        except (SlackApiError, SlackClientError, OSError) as exc:
+            log.info("file_shared %s not followed (the message event may still answer): %s", file_id, exc)
+            return
+        shares = file.get("shares") or {}
+        found = [s for kind in ("public", "private") for s in (shares.get(kind) or {}).get(channel, ()) if s.get("ts")]
+        if not found:
+            return
+        share = max(found, key=lambda s: float(s["ts"]))
+        ts = str(share["ts"])
+        target = Target(channel=channel, thread_ts=share.get("thread_ts") or ts, user=user, team=team)
+        self.run(Job(source="file", target=target, files=(SlackFile.from_payload(file),), message_ts=ts))
+
+    def _run(self, job: Job) -> None:
+        text, files, where = job.text, job.files, "in this message"
+        if job.from_thread_parent:
+            try:
+                text, files = self._thread_inputs(job)
+            except Problem as problem:
+                self.responder.deliver(job.target, problem.reply)
+                return
+            where = "in this thread's first message"
+        answered = 0
+        for f in files[:MAX_FILES]:
+            if job.message_ts and not self.ledger.claim(f"file:{f.id}:{job.target.channel}:{job.message_ts}"):
+                continue
+            answered += self._file(job, f)
+        if text and text.strip() and (not files or looks_like_log(text)):
+            if not job.message_ts or self.ledger.claim(f"text:{job.target.channel}:{job.message_ts}"):
+                from servetriage.classifier import from_text
+                if self._slot(job):
+                    self._answer(job, from_text(text, "message"), label=None)
+                answered += 1
+        if not answered and job.explicit:
+            self.responder.deliver(job.target, notices.nothing_to_diagnose(where))
+
+    def _file(self, job: Job, f: SlackFile) -> int:
+        try:
+            f = self.reader.resolve(f)
+            self.reader.check(f)
+        except Problem as problem:
+            if problem.quiet and not job.explicit:
+                return 0
+            if self._slot(job):
+                self.responder.deliver(job.target, problem.reply)
+            return 1
+        if not self._slot(job):
+            return 1
+        placeholder = None
+        if f.size and f.size >= PLACEHOLDER_BYTES:
+            placeholder = self.responder.deliver(job.target, notices.reading(f.name, f.size))
+        try:
+            text = self.reader.read(f)
+        except Problem as problem:
+            self._say(job, problem.reply, placeholder)
+            return 1
+        self._answer(job, text, label=f.name, placeholder=placeholder)
+        return 1
+
+    def _answer(self, job: Job, text: "LogText", label: str | None, placeholder: str | None = None) -> None:
+        diagnosis = self.diagnoser.diagnose(text)
+        diagnosis_id = self._record(job, diagnosis, text)
+        ts = self._say(job, render_diagnosis(diagnosis, diagnosis_id, label), placeholder)
+        if ts:
+            try:
+                self.recorder.attach_reply(diagnosis_id, ts)
+            except Exception:
+                log.exception("recorder.attach_reply failed")
+
+    def _say(self, job: Job, reply: Reply, placeholder: str | None) -> str | None:
+        if placeholder and self.responder.update(job.target.channel, placeholder, reply):
+            return placeholder
+        return self.responder.deliver(job.target, reply)
+
+    def _record(self, job: Job, diagnosis: "Diagnosis", text: "LogText") -> str:
+        """The id for the buttons; a failing feedback store must not cost the user the answer."""
+        t = job.target
+        try:
+            return self.recorder.record(diagnosis, excerpt(text.text, diagnosis), team=t.team, channel=t.channel,
+                                        thread_ts=t.thread_ts or "", user=t.user, source=job.source)
+        except Exception:
+            log.exception("recorder.record failed; the buttons get an unrecorded id")
+            return uuid.uuid4().hex
+
+    def _slot(self, job: Job) -> bool:
+        if self.limiter.allow(job.target.channel):
+            return True
+        log.info("channel %s over %d replies/minute; %s job held back", job.target.channel,
+                 self.limiter.per_minute, job.source)
+        if job.explicit:
+            self.responder.notify(job.target, notices.rate_limited(self.limiter.per_minute), private=True)
+        return False
+
+    def _thread_inputs(self, job: Job) -> tuple[str | None, tuple[SlackFile, ...]]:
+        """The thread's first message (text and files); if it holds no log, the latest message that does."""
+        channel, thread_ts = job.target.channel, job.target.thread_ts
+        try:
+            resp = self._client.conversations_replies(channel=channel, ts=thread_ts, limit=THREAD_SCAN, inclusive=True)
+        except SlackApiError as exc:
+            error = str(exc.response.get("error", "error"))
+            log.warning("conversations.replies in %s failed: %s", channel, error)
+            raise Problem(notices.notice(f"⚠️ I could not read this thread (Slack said `{error}`); "
+                                         "am I in the channel, with the `channels:history` scope?")) from None
+        except (SlackClientError, OSError) as exc:
+            raise Problem(notices.notice(f"⚠️ I could not read this thread ({type(exc).__name__}).")) from None
+        messages: list[dict[str, Any]] = list(resp.get("messages") or [])
+        bot = self._bot_user_id()
+        parent = next((m for m in messages if m.get("ts") == thread_ts), None)
+        replies = [m for m in reversed(messages) if m is not parent and not m.get("bot_id")
+                   and not mentions(m.get("text") or "", bot)]
+        for m in ([parent] if parent else []) + replies:
+            text, files = _inputs_of(m, bot)
+            if files or looks_like_log(text):
+                return text, files
+        return _inputs_of(parent, bot) if parent else (None, ())
+
+
+def _inputs_of(message: dict[str, Any], bot: str | None) -> tuple[str, tuple[SlackFile, ...]]:
+    text = unformat(strip_mention(message.get("text") or "", bot))
+    return text, tuple(SlackFile.from_payload(f) for f in message.get("files") or ())
+
+
+def excerpt(text: str, d: "Diagnosis", limit: int = EXCERPT_CHARS) -> str:
+    """What the recorder keeps of the log: all of it when short, else the lines around the evidence; redacted."""
+    from servetriage.classifier import redact
+
+    if len(text) <= limit:
+        return redact(text)
+    lines = text.splitlines()
+    wanted = sorted({e.line for e in d.evidence} | ({d.initiating.line} if d.initiating else set()))
+    keep: list[str] = []
+    last = 0
+    for no in wanted:
+        lo, hi = max(1, no - 10, last + 1), min(len(lines), no + 10)
+        if lo > hi:
+            continue
+        if lo > last + 1:
+            keep.append("…")
+        keep.extend(lines[lo - 1:hi])
+        last = hi
+    body = "\n".join(keep) if keep else text[:limit]
+    return redact(body[:limit])
