@@ -73,6 +73,13 @@ class Engine:
         self.passes
         return self._calibrator or Calibrator()
 
+    @property
+    def threshold(self) -> float:
+        """The configured confidence floor, else the one fitted with the model."""
+        if self.settings.min_confidence is not None:
+            return self.settings.min_confidence
+        return self.calibrator.threshold
+
     @functools.cached_property
     def symptom_roles(self) -> frozenset[str]:
         return frozenset(c for c, cat in self.corpus.categories.items() if cat.symptom)
@@ -110,7 +117,8 @@ class Engine:
                 timings[f"{p.name}_ms"] = (time.perf_counter() - ts) * 1000
         if learned.get("classifier") is not None:
             classifier = next(p for p in self.passes if p.name == "classifier")
-            moved = earlier_fault(ex, ordering, lambda sub: (classifier.score(sub),), self.symptom_roles)
+            moved = earlier_fault(ex, ordering, lambda sub: (classifier.score(sub),),
+                                  self.symptom_roles | self.corpus.downstream)
             if moved is not None:
                 ordering = moved
         rule_incidents = _rule_incidents(ordering, learned.get("retrieval"))
@@ -128,7 +136,7 @@ class Engine:
         confidence = fusion.confidence if ranking else 0.0
         if not log.text.strip():
             category, confidence = UNKNOWN, 0.0
-        elif confidence < self.settings.min_confidence:
+        elif confidence < self.threshold:
             category = UNKNOWN
         top = tuple(
             Candidate(category=c, incident=fusion.incident_for.get(c), score=round(s, 4),

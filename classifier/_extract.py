@@ -220,7 +220,9 @@ def _assemble(text: str, picked: list[tuple[int, int, int]]) -> list[Line]:
             lines.extend(unit)
             continue
         seen.add(no)
-        lines.append(Line(no=no, text=raw, body=body.strip(), rank=rank, timestamp=stamp, level=level, block=block))
+        body = body.strip()
+        lines.append(Line(no=no, text=raw, body=body, rank=rank, timestamp=stamp, level=level, block=block,
+                          exception=bool(_EXC_LINE.match(body))))
     lines.sort(key=lambda l: l.no)
     return lines
 

@@ -33,6 +33,7 @@ class Calibrator:
 
     coef: tuple[float, ...] = (5.0, 1.0, -0.5, 2.0, 0.5, 3.0, 0.5, -2.0, 0.0)
     intercept: float = -3.0
+    threshold: float = 0.35  # below it: `unknown`; fitted on the same held-out folds
 
     def prob(self, x: Sequence[float]) -> float:
         z = self.intercept + sum(w * v for w, v in zip(self.coef, x))

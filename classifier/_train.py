@@ -122,6 +122,7 @@ def train(corpus: Corpus, embedder: Embedder, store: ArtefactStore, extra: Seque
     progress("cross-validating and calibrating")
     rows, labels, cv_preds = _cross_validate(corpus, prep, full_index, qvec_rows, owner)
     calibrator = _fit_calibrator(rows, labels)
+    calibrator = dataclasses.replace(calibrator, threshold=_fit_threshold(cv_preds, calibrator, corpus))
     cv = _cv_metrics(cv_preds, calibrator, corpus)
 
     progress("fitting the final classifier")
@@ -176,9 +177,24 @@ def _fit_calibrator(rows: list[list[float]], labels: list[int]) -> Calibrator:
     return Calibrator(coef=tuple(float(x) for x in lr.coef_[0]), intercept=float(lr.intercept_[0]))
 
 
-def _cv_metrics(cv_preds, calibrator: Calibrator, corpus: Corpus, threshold: float = 0.35) -> dict[str, float]:
+def _fit_threshold(cv_preds, calibrator: Calibrator, corpus: Corpus) -> float:
+    """The confidence floor that answers most held-out examples right, `unknown` ones included."""
+    if not cv_preds:
+        return calibrator.threshold
+    symptom_roles = frozenset(c for c, cat in corpus.categories.items() if cat.symptom)
+    tops = []
+    for label, ordering, rs, cs in cv_preds:
+        fusion = fuse(ordering, rs, cs, calibrator, symptom_roles, {})
+        tops.append((label, fusion.ranking[0][0] if fusion.ranking else UNKNOWN, fusion.confidence))
+    grid = [t / 100 for t in range(15, 71, 5)]
+    scored = [(sum((top if conf >= t else UNKNOWN) == label for label, top, conf in tops), -t, t) for t in grid]
+    return max(scored)[2]
+
+
+def _cv_metrics(cv_preds, calibrator: Calibrator, corpus: Corpus) -> dict[str, float]:
     if not cv_preds:
         return {}
+    threshold = calibrator.threshold
     symptom_roles = frozenset(c for c, cat in corpus.categories.items() if cat.symptom)
     hits = {"rules": 0, "retrieval": 0, "classifier": 0, "fused": 0}
     for label, ordering, rs, cs in cv_preds:
@@ -190,7 +206,7 @@ def _cv_metrics(cv_preds, calibrator: Calibrator, corpus: Corpus, threshold: flo
         for name, top in (("rules", rule_top), ("retrieval", ret_top), ("classifier", clf_top), ("fused", fused_top)):
             hits[name] += int(top == label)
     n = len(cv_preds)
-    return {f"cv_top1_{k}": round(v / n, 4) for k, v in hits.items()} | {"cv_examples": n}
+    return {f"cv_top1_{k}": round(v / n, 4) for k, v in hits.items()} | {"cv_examples": n, "threshold": threshold}
 
 
 def retrain(parent: Model, corpus: Corpus, embedder: Embedder, store: ArtefactStore,

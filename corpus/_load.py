@@ -70,7 +70,19 @@ def load_corpus(extra_dirs: Iterable[Path] = (), categories_path: Path | None = 
         if inc.id in seen:
             raise CorpusError(f"{inc.origin}: duplicate incident id {inc.id!r} (also in {seen[inc.id]})")
         seen[inc.id] = inc.origin
-    return Corpus(categories=categories, incidents=tuple(incidents))
+    return Corpus(categories=categories, incidents=tuple(incidents), downstream=load_downstream(categories))
+
+
+def load_downstream(categories: dict[str, Category], path: Path | None = None) -> frozenset[str]:
+    """The spec's symptom categories plus those precedence.yaml names as usually downstream."""
+    path = path or builtin_dir() / "precedence.yaml"
+    extra: list[str] = []
+    if path.is_file():
+        data = _read_yaml(path) or {}
+        extra = data.get("downstream") or [] if isinstance(data, dict) else []
+        if not isinstance(extra, list) or any(c not in categories for c in extra):
+            raise CorpusError(f"{path}: 'downstream' must list category ids from the spec")
+    return frozenset(c for c, cat in categories.items() if cat.symptom) | frozenset(extra)
 
 
 @functools.lru_cache(maxsize=4)

@@ -65,6 +65,7 @@ class Incident:
 class Corpus:
     categories: dict[str, Category]
     incidents: tuple[Incident, ...]
+    downstream: frozenset[str] = frozenset()  # precedence.yaml: categories that usually follow a fault
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_id", {i.id: i for i in self.incidents})

@@ -33,14 +33,16 @@ class Settings:
     extra_corpus_dirs: tuple[Path, ...] = ()
     #: SERVETRIAGE_MANUAL_URL — base URL of the incident manual; a section is appended as `#section-3.2`.
     manual_base_url: str = "https://servetriage.dev/manual/"
-    #: SERVETRIAGE_MIN_CONFIDENCE — below this the answer is `unknown` with the nearest candidates.
-    min_confidence: float = 0.35
+    #: SERVETRIAGE_MIN_CONFIDENCE — below this the answer is `unknown` with the nearest candidates;
+    #: unset, the threshold fitted with the model on held-out corpus folds is used.
+    min_confidence: float | None = None
     #: SERVETRIAGE_EMBEDDINGS — "on" to use the sentence-transformer passes, "off" for rules and TF-IDF only.
     embeddings: bool = True
     #: SERVETRIAGE_MODEL_DIR — a sentence-transformers model directory replacing the packaged one.
     embedder_path: Path | None = None
-    #: SERVETRIAGE_THREADS — torch threads for embedding.
-    threads: int = 2
+    #: SERVETRIAGE_THREADS — torch threads per embedding call. One: a query is a few short lines, and
+    #: more threads spin against each other (and the bot's worker pool) when the cores are busy.
+    threads: int = 1
 
     # Slack side.
     #: SLACK_BOT_TOKEN
@@ -123,7 +125,7 @@ class Settings:
     def validate(self) -> None:
         if self.max_input_bytes <= 0:
             raise ConfigError("SERVETRIAGE_MAX_INPUT_MB must be positive")
-        if not 0.0 <= self.min_confidence <= 1.0:
+        if self.min_confidence is not None and not 0.0 <= self.min_confidence <= 1.0:
             raise ConfigError("SERVETRIAGE_MIN_CONFIDENCE must be between 0 and 1")
         if not 0 < self.port < 65536:
             raise ConfigError("SERVETRIAGE_PORT must be a TCP port (1-65535)")

@@ -29,7 +29,7 @@ def test_empty_and_irrelevant_input_are_unknown(settings, mini_corpus):
     engine = Engine(settings, corpus=mini_corpus)
     assert engine.diagnose_text("").category == "unknown"
     d = engine.diagnose_text("GET /index.html 200\nall good\n")
-    assert d.category == "unknown" and d.incident is None and d.confidence < settings.min_confidence
+    assert d.category == "unknown" and d.incident is None and d.confidence < engine.threshold
 
 
 def test_manual_link_uses_the_section_or_the_source(settings, mini_corpus):

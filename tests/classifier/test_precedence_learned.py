@@ -1,0 +1,36 @@
+"""Precedence with a learned pass: a symptom after an error no rule names yields to that error.
+
+The learned pass here is a small keyword scorer behind the engine's pass interface (the seam the
+real classifier plugs into), so the precedence logic is tested without training a model."""
+
+from servetriage.classifier import Engine
+from servetriage.classifier._fuse import Calibrator, PassScores
+
+
+class KeywordPass:
+    name = "classifier"
+
+    def score(self, ex):
+        text = "\n".join(l.body for l in ex.lines)
+        if "divisible" in text:
+            return PassScores({"invalid-config": 0.8, "worker-dead": 0.1, "unknown": 0.1})
+        return PassScores({"worker-dead": 0.6, "unknown": 0.4})
+
+
+LOG = ("INFO 01-02 03:04:05 [engine.py:1] starting\n"
+       "[rank0]: ValueError: hidden size 5120 must be divisible by the widget count 3\n"
+       "ERROR 01-02 03:04:07 [async_llm.py:1] vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.\n")
+
+
+def test_unnamed_earlier_error_beats_the_symptom(settings, mini_corpus):
+    engine = Engine(settings, corpus=mini_corpus, passes=(KeywordPass(),), calibrator=Calibrator())
+    d = engine.diagnose_text(LOG)
+    assert d.category == "invalid-config"
+    assert d.initiating.line == 2 and d.initiating.rank == "rank 0"
+    assert [(s.category, s.line) for s in d.symptoms] == [("worker-dead", 3)]
+
+
+def test_symptom_stays_when_nothing_came_before(settings, mini_corpus):
+    engine = Engine(settings, corpus=mini_corpus, passes=(KeywordPass(),), calibrator=Calibrator())
+    d = engine.diagnose_text(LOG.splitlines()[2])
+    assert d.category == "worker-dead"
