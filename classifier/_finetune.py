@@ -87,7 +87,10 @@ def _features(model, texts: list[str]):
 def fine_tune(settings: Settings, corpus: Corpus, seed: int = 13, epochs: int = 1,
               say=lambda m: None) -> FineTuneResult:
     import torch
-    from sentence_transformers.losses import MultipleNegativesRankingLoss
+    try:
+        from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+    except ImportError:  # sentence-transformers before 6
+        from sentence_transformers.losses import MultipleNegativesRankingLoss
 
     t0 = time.perf_counter()
     rnd = random.Random(seed)
