@@ -6,6 +6,7 @@ builds each on first use, never at import; `warm()` builds them ahead of the fir
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 import time
@@ -15,6 +16,7 @@ from servetriage._settings import Settings
 from servetriage.corpus import Corpus, Incident, load_corpus
 
 from ._earlier import earlier_fault
+from ._feature import feature_of
 from ._diagnosis import UNKNOWN, Candidate, Diagnosis, EvidenceLine, IncidentRef, Initiating, Symptom
 from ._extract import Extract, extract
 from ._fuse import Calibrator, Fusion, PassScores, fuse
@@ -124,9 +126,21 @@ class Engine:
         rule_incidents = _rule_incidents(ordering, learned.get("retrieval"))
         fusion = fuse(ordering, learned.get("retrieval"), learned.get("classifier"), self.calibrator,
                       self.symptom_roles, rule_incidents)
+        fusion = self._feature_rule(ex, fusion)
         diagnosis = self._build(log, ex, ordering, fusion, learned)
         timings["total_ms"] = (time.perf_counter() - t0) * 1000
         return _with_timings(diagnosis, timings)
+
+    def _feature_rule(self, ex: Extract, fusion: Fusion) -> Fusion:
+        """A kernel fault inside a feature's code path is labelled by the feature (the spec's rule)."""
+        if not fusion.ranking or fusion.ranking[0][0] not in self.corpus.kernel_faults:
+            return fusion
+        feature = feature_of(ex, self.corpus.feature_code_paths)
+        if feature is None:
+            return fusion
+        top = fusion.ranking[0][1]
+        ranking = ((feature, top),) + tuple((c, s) for c, s in fusion.ranking if c != feature)
+        return dataclasses.replace(fusion, ranking=ranking)
 
     def _build(self, log: LogText, ex: Extract, ordering: Ordering, fusion: Fusion,
                learned: dict[str, PassScores]) -> Diagnosis:
@@ -149,7 +163,9 @@ class Engine:
             incident = self._ref(inc) if inc else None
         initiating = None
         symptoms: tuple[Symptom, ...] = ()
-        if ordering.initiating is not None and category == ordering.initiating.category:
+        rule_init = ordering.initiating.category if ordering.initiating is not None else None
+        feature_of_fault = rule_init in corpus.kernel_faults and category in corpus.feature_code_paths
+        if ordering.initiating is not None and (category == rule_init or feature_of_fault):
             line = ordering.initiating.best.line
             initiating = Initiating(line=line.no, text=_clip(redact(line.text)), rank=line.rank, timestamp=line.timestamp)
             symptoms = tuple(Symptom(category=e.category, line=e.line_no, text=_clip(redact(e.best.line.text)),

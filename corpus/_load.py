@@ -70,19 +70,29 @@ def load_corpus(extra_dirs: Iterable[Path] = (), categories_path: Path | None = 
         if inc.id in seen:
             raise CorpusError(f"{inc.origin}: duplicate incident id {inc.id!r} (also in {seen[inc.id]})")
         seen[inc.id] = inc.origin
-    return Corpus(categories=categories, incidents=tuple(incidents), downstream=load_downstream(categories))
+    precedence = load_precedence(categories)
+    return Corpus(categories=categories, incidents=tuple(incidents), **precedence)
 
 
-def load_downstream(categories: dict[str, Category], path: Path | None = None) -> frozenset[str]:
-    """The spec's symptom categories plus those precedence.yaml names as usually downstream."""
+def load_precedence(categories: dict[str, Category], path: Path | None = None) -> dict[str, Any]:
+    """precedence.yaml: downstream categories (plus the spec's symptoms), kernel faults, feature code paths."""
     path = path or builtin_dir() / "precedence.yaml"
-    extra: list[str] = []
-    if path.is_file():
-        data = _read_yaml(path) or {}
-        extra = data.get("downstream") or [] if isinstance(data, dict) else []
-        if not isinstance(extra, list) or any(c not in categories for c in extra):
-            raise CorpusError(f"{path}: 'downstream' must list category ids from the spec")
-    return frozenset(c for c, cat in categories.items() if cat.symptom) | frozenset(extra)
+    data = (_read_yaml(path) or {}) if path.is_file() else {}
+    if not isinstance(data, dict):
+        raise CorpusError(f"{path}: expected a mapping")
+    downstream = data.get("downstream") or []
+    kernel = data.get("kernel_faults") or []
+    paths = data.get("feature_code_paths") or {}
+    for name, ids in (("downstream", downstream), ("kernel_faults", kernel), ("feature_code_paths", list(paths))):
+        if not isinstance(ids, list) or any(c not in categories for c in ids):
+            raise CorpusError(f"{path}: '{name}' must name category ids from the spec")
+    if not all(isinstance(v, list) and all(isinstance(x, str) and x for x in v) for v in paths.values()):
+        raise CorpusError(f"{path}: each feature's code paths must be a list of strings")
+    return {
+        "downstream": frozenset(c for c, cat in categories.items() if cat.symptom) | frozenset(downstream),
+        "kernel_faults": frozenset(kernel),
+        "feature_code_paths": {c: tuple(v) for c, v in paths.items()},
+    }
 
 
 @functools.lru_cache(maxsize=4)

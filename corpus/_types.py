@@ -66,6 +66,8 @@ class Corpus:
     categories: dict[str, Category]
     incidents: tuple[Incident, ...]
     downstream: frozenset[str] = frozenset()  # precedence.yaml: categories that usually follow a fault
+    kernel_faults: frozenset[str] = frozenset()  # precedence.yaml: where a feature's kernel bug ends
+    feature_code_paths: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_id", {i.id: i for i in self.incidents})

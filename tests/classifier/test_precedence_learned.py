@@ -34,3 +34,25 @@ def test_symptom_stays_when_nothing_came_before(settings, mini_corpus):
     engine = Engine(settings, corpus=mini_corpus, passes=(KeywordPass(),), calibrator=Calibrator())
     d = engine.diagnose_text(LOG.splitlines()[2])
     assert d.category == "worker-dead"
+
+
+def test_kernel_fault_inside_a_features_code_path_is_the_features_bug(settings, mini_corpus):
+    import dataclasses
+    corpus = dataclasses.replace(mini_corpus, kernel_faults=frozenset({"illegal-memory-access"}),
+                                 feature_code_paths={"structured-output": ("xgrammar",)})
+    log = ("Traceback (most recent call last):\n"
+           '  File "/opt/venv/lib/python3.12/site-packages/xgrammar/matcher.py", line 210, in fill_next_token_bitmask\n'
+           "    self._handle.fill(bitmask)\n"
+           "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    d = Engine(settings, corpus=corpus).diagnose_text(log)
+    assert d.category == "structured-output" and d.initiating.line == 4
+    plain = log.replace("xgrammar/matcher.py", "torch/nn/modules/linear.py")
+    assert Engine(settings, corpus=corpus).diagnose_text(plain).category == "illegal-memory-access"
+
+
+def test_shipped_precedence_data_loads():
+    from servetriage.corpus import load_corpus
+    corpus = load_corpus()
+    assert "shutdown" in corpus.downstream and "worker-dead" in corpus.downstream
+    assert corpus.kernel_faults == frozenset({"illegal-memory-access"})
+    assert set(corpus.feature_code_paths) == {"structured-output", "speculative-decoding"}
