@@ -51,7 +51,7 @@ _VLLM_PROC = re.compile(r"^\(([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*)(?: rank=(\
 _LEVEL = re.compile(r"^(INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\s+(\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)?\s+(?:\[[\w./-]+(?::\d+)?\]|[\w./-]+:\d+\])\s?")
 _TORCHRUN = re.compile(r"^\[(?:rank|default)(\d+)\]:\s?")
 _TRT = re.compile(r"^(?:\[(\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d)\]\s*)?\[(?:TRT-LLM|TensorRT-LLM)\]\s*(?:\[RANK (\d+)\]\s*)?\[?(ERROR|E|W|WARNING|I|INFO|F|FATAL)\]\s*")
-_ISO = re.compile(r"^(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?:Z|[+-]\d\d:?\d\d)?\s*(?:-\s*)?(?:(?:\[?(INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\]?)\s*(?:-\s*)?)?")
+_ISO = re.compile(r"^(?:[-|] )?(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?:Z|[+-]\d\d:?\d\d)? ?(?:- )?(?:(?:\[?(INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\]?)(?: - |:? ))?")
 _BODY_RANK = re.compile(r"\b(?:[Rr]ank|RANK)[ =:]?(\d+)\b|\bTP_?(\d+)\b")
 _EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|error)\b(?::|$)|^[a-z_][\w.]*\.[A-Z]\w*(?::|$)")
 

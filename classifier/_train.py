@@ -187,8 +187,12 @@ def _fit_threshold(cv_preds, calibrator: Calibrator, corpus: Corpus) -> float:
         fusion = fuse(ordering, rs, cs, calibrator, symptom_roles, {})
         tops.append((label, fusion.ranking[0][0] if fusion.ranking else UNKNOWN, fusion.confidence))
     grid = [t / 100 for t in range(15, 71, 5)]
-    scored = [(sum((top if conf >= t else UNKNOWN) == label for label, top, conf in tops), -t, t) for t in grid]
-    return max(scored)[2]
+    right = {t: sum((top if conf >= t else UNKNOWN) == label for label, top, conf in tops) for t in grid}
+    # Every threshold within half a percent of the best is as good on these folds: take the middle
+    # of that plateau rather than an edge, so the choice does not hang on a handful of examples.
+    best = max(right.values())
+    plateau = [t for t in grid if right[t] >= best - 0.005 * len(tops)]
+    return plateau[len(plateau) // 2]
 
 
 def _cv_metrics(cv_preds, calibrator: Calibrator, corpus: Corpus) -> dict[str, float]:

@@ -57,3 +57,13 @@ def test_log_without_salient_lines_falls_back_to_its_tail():
 def test_line_numbers_are_exact():
     ex = extract("a\nb\nRuntimeError: boom\nc\n")
     assert [(l.no, l.body) for l in ex.lines] == [(3, "RuntimeError: boom")]
+
+
+def test_log_viewer_bullets_and_iso_stamps_keep_tracebacks_whole():
+    text = ("- 2024-06-22T20:17:30.187+00:00 Traceback (most recent call last):\n"
+            '- 2024-06-22T20:17:30.187+00:00   File "/usr/lib/vllm/engine.py", line 3, in check_health\n'
+            "- 2024-06-22T20:17:30.187+00:00     raise EngineGone()\n"
+            "- 2024-06-22T20:17:30.188+00:00 RuntimeError: engine gone\n")
+    lines = extract(text).lines
+    assert [l.frame for l in lines] == [False, True, True, False]
+    assert lines[-1].exception and lines[-1].timestamp == "06-22 20:17:30.188"
