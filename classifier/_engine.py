@@ -123,7 +123,7 @@ class Engine:
                                   self.symptom_roles | self.corpus.downstream)
             if moved is not None:
                 ordering = moved
-        rule_incidents = _rule_incidents(ordering, learned.get("retrieval"))
+        rule_incidents = _rule_incidents(ordering, learned.get("retrieval"), learned.get("classifier"))
         fusion = fuse(ordering, learned.get("retrieval"), learned.get("classifier"), self.calibrator,
                       self.symptom_roles, rule_incidents)
         fusion = self._feature_rule(ex, fusion)
@@ -217,11 +217,14 @@ class Engine:
         return tuple(sorted(chosen.values(), key=lambda e: e.line)[:MAX_EVIDENCE])
 
 
-def _rule_incidents(ordering: Ordering, retrieval: PassScores | None) -> dict[str, str]:
+def _rule_incidents(ordering: Ordering, retrieval: PassScores | None, classifier: PassScores | None) -> dict[str, str]:
     """The incident each rule-seen category names: among incidents sharing a signature on the line,
-    the one retrieval finds closest to the whole log, else the most specific signature's."""
+    the one whose examples the whole log resembles most, else the most specific signature's."""
     out: dict[str, str] = {}
-    nearest = retrieval.incidents if retrieval is not None else {}
+    nearest = dict(retrieval.incidents) if retrieval is not None else {}
+    alike = classifier.incident_scores if classifier is not None else {}
+    if classifier is not None:
+        nearest.update(classifier.incidents)
     events = list(ordering.events)
     if ordering.initiating is not None:
         events.insert(0, ordering.initiating)
@@ -233,7 +236,10 @@ def _rule_incidents(ordering: Ordering, retrieval: PassScores | None) -> dict[st
                 out[e.category] = nearest[e.category]
             continue
         same = [h.incident for h in e.hits if h.category == e.category]
-        out[e.category] = nearest.get(e.category) if nearest.get(e.category) in same else e.best.incident
+        if alike and any(i in alike for i in same):
+            out[e.category] = max(same, key=lambda i: alike.get(i, -1.0))
+        else:
+            out[e.category] = nearest.get(e.category) if nearest.get(e.category) in same else e.best.incident
     return out
 
 

@@ -25,6 +25,7 @@ class PassScores:
 
     scores: Mapping[str, float]
     incidents: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    incident_scores: Mapping[str, float] = dataclasses.field(default_factory=dict)  # how alike, per incident
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +80,7 @@ def fuse(ordering: Ordering, retrieval: PassScores | None, classifier: PassScore
                      for c in candidates(ordering, retrieval, classifier)), key=lambda kv: -kv[1])
     ranked = _symptoms_after_fault(ranked, ordering, symptom_roles)
     incident_for: dict[str, str] = {}
-    for source in (retrieval, classifier):
+    for source in (retrieval, classifier):  # the classifier compares whole logs, so it has the last word
         if source is not None:
             incident_for.update(source.incidents)
     incident_for.update(rule_incidents)

@@ -12,6 +12,7 @@ from typing import Sequence
 
 import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.preprocessing import normalize
 from sklearn.pipeline import FeatureUnion, Pipeline
 from sklearn.svm import LinearSVC
 
@@ -34,11 +35,37 @@ class TextClassifier:
     def __init__(self, c: float = 0.5) -> None:
         self.pipeline = build_pipeline(c)
         self.classes: tuple[str, ...] = ()
+        self.incidents: tuple[str, ...] = ()
+        self.incident_categories: tuple[str, ...] = ()
+        self._centroids = None
 
     def fit(self, docs: Sequence[str], labels: Sequence[str]) -> "TextClassifier":
         self.pipeline.fit(list(docs), list(labels))
         self.classes = tuple(str(c) for c in self.pipeline.classes_)
         return self
+
+    def fit_incidents(self, docs: Sequence[str], incidents: Sequence[str], categories: Sequence[str]) -> None:
+        """One TF-IDF centroid per incident: which incident of a category a whole log resembles most."""
+        keep = [i for i, inc in enumerate(incidents) if inc]
+        if not keep:
+            return
+        features = self.pipeline.named_steps["features"].transform([docs[i] for i in keep])
+        order = sorted({incidents[i] for i in keep})
+        row = {inc: n for n, inc in enumerate(order)}
+        cat = {incidents[i]: categories[i] for i in keep}
+        from scipy.sparse import csr_matrix
+        members = csr_matrix((np.ones(len(keep)), ([row[incidents[i]] for i in keep], range(len(keep)))),
+                             shape=(len(order), len(keep)))
+        self._centroids = normalize(members @ features)
+        self.incidents = tuple(order)
+        self.incident_categories = tuple(cat[i] for i in order)
+
+    def incident_similarity(self, doc: str) -> dict[str, float]:
+        if self._centroids is None:
+            return {}
+        x = normalize(self.pipeline.named_steps["features"].transform([doc]))
+        sims = (self._centroids @ x.T).toarray().ravel()
+        return {inc: float(s) for inc, s in zip(self.incidents, sims)}
 
     def proba(self, docs: Sequence[str]) -> np.ndarray:
         margins = np.atleast_2d(self.pipeline.decision_function(list(docs))) * TEMPERATURE

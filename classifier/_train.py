@@ -82,12 +82,23 @@ def _fit_classifier(prep: Sequence[_Prepared], sig_entries: Sequence[Entry]) -> 
         if last:
             docs.append(normalize_line(last))
             labels.append(p.example.category)
-    return TextClassifier().fit(docs, labels)
+    clf = TextClassifier().fit(docs, labels)
+    clf.fit_incidents([p.doc for p in prep], [p.example.incident for p in prep], [p.example.category for p in prep])
+    return clf
 
 
 def classifier_scores(clf: TextClassifier, docs: Sequence[str]) -> list[PassScores]:
     probs = clf.proba(docs)
-    return [PassScores({c: float(p) for c, p in zip(clf.classes, row)}) for row in probs]
+    out = []
+    for doc, row in zip(docs, probs):
+        sims = clf.incident_similarity(doc)
+        best: dict[str, tuple[float, str]] = {}
+        for inc, cat in zip(clf.incidents, clf.incident_categories):
+            if sims.get(inc, 0.0) > best.get(cat, (-1.0, ""))[0]:
+                best[cat] = (sims[inc], inc)
+        out.append(PassScores({c: float(p) for c, p in zip(clf.classes, row)},
+                              {c: inc for c, (_, inc) in best.items()}, sims))
+    return out
 
 
 def retrieval_scores(index: Index, qvecs: np.ndarray) -> PassScores:

@@ -75,3 +75,10 @@ def test_rules_and_learning_agree_on_a_plain_fault(trained):
                                  "ncclSystemError: System call (e.g. socket, malloc) or external library call failed")
     assert d.category == "distributed-comm" and d.confidence >= 0.5
     assert json.loads(d.to_json())["top"][0]["category"] == "distributed-comm"
+
+
+def test_the_incident_is_the_one_whose_examples_the_whole_log_resembles(trained):
+    from servetriage.cli import bundled_example
+    d = trained[2].diagnose_text(bundled_example().read_text())
+    # Several gpu-oom incidents share the OOM signature; this log is an OOM while serving, not at start-up.
+    assert d.category == "gpu-oom" and d.incident.id == "mem-vllm-runtime-oom-engine-dead"
