@@ -37,15 +37,24 @@ class LearnedPass(Protocol):
     def score(self, ex: Extract) -> PassScores: ...
 
 
+class Steer(Protocol):
+    """A last word between fusion and the answer (the feedback memory): returns the fusion to use and
+    any extra per-pass scores to report with it."""
+
+    def __call__(self, log: LogText, ex: Extract, fusion: Fusion) -> tuple[Fusion, dict[str, PassScores]]: ...
+
+
 class Engine:
     """Diagnoses logs. Thread-safe once warm; one per process is enough."""
 
     def __init__(self, settings: Settings | None = None, corpus: Corpus | None = None,
-                 passes: tuple[LearnedPass, ...] | None = None, calibrator: Calibrator | None = None) -> None:
+                 passes: tuple[LearnedPass, ...] | None = None, calibrator: Calibrator | None = None,
+                 steer: Steer | None = None) -> None:
         self.settings = settings or Settings.from_env()
         self._corpus = corpus
         self._passes = passes
         self._calibrator = calibrator
+        self._steer = steer
         self._lock = threading.Lock()
 
     # -- lazily built parts -------------------------------------------------------------------
@@ -127,6 +136,9 @@ class Engine:
         fusion = fuse(ordering, learned.get("retrieval"), learned.get("classifier"), self.calibrator,
                       self.symptom_roles, rule_incidents)
         fusion = self._feature_rule(ex, fusion)
+        if self._steer is not None and ex.lines and log.text.strip():
+            fusion, extra = self._steer(log, ex, fusion)
+            learned = {**learned, **extra}
         diagnosis = self._build(log, ex, ordering, fusion, learned)
         timings["total_ms"] = (time.perf_counter() - t0) * 1000
         return _with_timings(diagnosis, timings)

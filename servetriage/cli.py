@@ -191,7 +191,16 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     if args.host or args.port:
         settings = dataclasses.replace(settings, host=args.host or settings.host, port=args.port or settings.port)
     from .bot import serve  # noqa: PLC0415
-    return serve(settings)
+    from .feedback import for_bot  # noqa: PLC0415
+
+    if not settings.slack_enabled:
+        return serve(settings)  # refuses with the names of the missing variables
+    # The feedback loop answers through the active model, records every reply, and retrains behind it.
+    parts = for_bot(settings).start()
+    try:
+        return serve(settings, diagnoser=parts.diagnoser, recorder=parts.recorder, extensions=parts.extensions)
+    finally:
+        parts.close()
 
 
 def bundled_example() -> Path:

@@ -1,0 +1,83 @@
+"""Learning from on-call feedback: 👍/👎 and corrections in SQLite retrain the model, gated.
+
+The parts, and how `servetriage serve` wires them:
+
+    parts = for_bot(settings).start()    # FeedbackStore + ModelHandle + Retrainer (started) + Slack extension
+    serve(settings, parts.diagnoser, recorder=parts.recorder, extensions=parts.extensions)
+    parts.close()                        # on shutdown, after the bot has drained
+
+* `FeedbackStore` — the database (WAL, versioned migrations); the bot's `ReplyRecorder`.
+* `ModelHandle` — the bot's diagnoser; answers with the active model, swapped on promotion.
+* `Retrainer` — debounced background retraining, promoted only when no worse on the gate.
+* `feedback_extension(store, handle=…, retrainer=…)` (a `FeedbackFlow`) — the Slack listeners: buttons, reactions, correction, new-incident modal.
+* CLI: `servetriage model list|promote|rollback`, `feedback export|forget`, `db backup`,
+  `corpus export`, `eval --online`.
+
+Importing this package is cheap: the engine, Slack and the CLI parts load on first use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from ._errors import FeedbackError, NotFound, SchemaError
+
+_LAZY = {
+    "GateCase": "._gate", "corpus_gate_cases": "._gate",
+    "ModelHandle": "._handle",
+    "FeedbackMemory": "._memory",
+    "Retrainer": "._retrain", "RetrainResult": "._retrain", "prune": "._retrain", "sync_models": "._retrain",
+    "training_hash": "._retrain", "training_set": "._retrain",
+    "Allowlist": "._rules", "RateLimit": "._rules", "derive": "._rules",
+    "DiagnosisRow": "._store", "FeedbackExample": "._store", "FeedbackStore": "._store", "ModelRow": "._store",
+    "NewIncident": "._store", "Tally": "._store", "VoteResult": "._store", "backup_database": "._store",
+    "FeedbackFlow": "._slack",
+    "BotParts": "._wiring", "for_bot": "._wiring",
+}
+SCHEMA_VERSION = 4  # the latest migration (checked against _schema.LATEST by the tests)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from servetriage._settings import Settings
+
+
+def feedback_extension(*args: Any, **kwargs: Any):
+    """The Slack listeners as a `build_app` extension: `(app) -> None` (see `_slack.FeedbackFlow`)."""
+    from ._slack import feedback_extension as make  # noqa: PLC0415
+    return make(*args, **kwargs)
+
+
+def register_cli(subparsers: argparse._SubParsersAction) -> None:
+    from ._cli import register_cli as register  # noqa: PLC0415
+    register(subparsers)
+
+
+def online_eval(args: argparse.Namespace, settings: "Settings") -> int:
+    from ._online import online_eval as run  # noqa: PLC0415
+    return run(args, settings)
+
+
+def export_incidents(args: argparse.Namespace, settings: "Settings") -> int:
+    from ._export import export_incidents as run  # noqa: PLC0415
+    return run(args, settings)
+
+
+__all__ = [
+    "Allowlist", "BotParts", "DiagnosisRow", "FeedbackError", "FeedbackExample", "FeedbackFlow", "FeedbackMemory",
+    "FeedbackStore", "GateCase",
+    "ModelHandle", "ModelRow", "NewIncident", "NotFound", "RateLimit", "RetrainResult", "Retrainer", "SCHEMA_VERSION",
+    "SchemaError", "Tally", "VoteResult", "backup_database", "corpus_gate_cases", "derive", "export_incidents",
+    "feedback_extension", "for_bot", "online_eval", "prune", "register_cli", "sync_models", "training_hash",
+    "training_set",
+]

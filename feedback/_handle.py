@@ -1,0 +1,235 @@
+"""`ModelHandle`: the bot's diagnoser, answering with whichever model version is active right now.
+
+The bot is given the handle instead of a bare `Engine`. A promotion (by the `Retrainer`, or by
+`servetriage model promote|rollback` from another process) swaps the engine behind it without a
+restart: in-process through `swap`, across processes by noticing that the `ACTIVE` pointer moved
+(checked at most every `check_every_s` seconds, a single small file read). A request that already
+started finishes on the engine it started with; the swap is one reference assignment under a lock.
+
+Incidents on-call wrote through the bot live in the feedback database (the corpus overlay) until
+they are exported and reviewed; when the model's answer names one, the handle fills the reply's
+incident from the overlay.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+import functools
+from typing import TYPE_CHECKING, Any
+
+from servetriage._errors import ModelError, ServetriageError
+from servetriage._settings import Settings
+
+from ._errors import NotFound
+from ._memory import EMPTY, FeedbackMemory, SignatureCache
+
+if TYPE_CHECKING:
+    from servetriage.classifier import Diagnosis, Engine, LogText, Model
+    from servetriage.corpus import Corpus
+
+    from ._store import FeedbackStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Live:
+    version: str | None
+    model: "Model | None"
+    engine: "Engine"
+
+
+class ModelHandle:
+    """A `Diagnoser` (`diagnose`, `warm`) whose model can be swapped while it serves."""
+
+    def __init__(self, settings: Settings, corpus: "Corpus | None" = None, *, store: "FeedbackStore | None" = None,
+                 check_every_s: float = 5.0) -> None:
+        self.settings = settings
+        self._corpus = corpus
+        self.store = store
+        self.check_every_s = check_every_s
+        self._lock = threading.RLock()
+        self._live: _Live | None = None
+        self._checked = 0.0
+        self._sigs = SignatureCache()
+        self._memory = EMPTY
+        self._memory_lock = threading.Lock()
+
+    # -- what it serves ----------------------------------------------------------------------------
+    @property
+    def corpus(self) -> "Corpus":
+        if self._corpus is None:
+            from servetriage.corpus import load_corpus  # noqa: PLC0415
+            with self._lock:
+                if self._corpus is None:
+                    self._corpus = load_corpus(self.settings.extra_corpus_dirs)
+        return self._corpus
+
+    @property
+    def learning(self) -> bool:
+        """False when the learned passes are off (SERVETRIAGE_EMBEDDINGS=off): nothing to retrain."""
+        return self.settings.embeddings
+
+    @property
+    def version(self) -> str | None:
+        return self._current().version
+
+    @property
+    def model(self) -> "Model":
+        live = self._current()
+        if live.model is None:
+            raise ModelError("the learned passes are off (SERVETRIAGE_EMBEDDINGS=off): no model to retrain")
+        return live.model
+
+    @property
+    def engine(self) -> "Engine":
+        return self._current().engine
+
+    def embedder(self):
+        from servetriage.classifier import embedder_for  # noqa: PLC0415
+        return embedder_for(self.settings)
+
+    # -- Diagnoser ---------------------------------------------------------------------------------
+    def warm(self) -> "ModelHandle":
+        self._current().engine.warm()
+        return self
+
+    def diagnose(self, log_text: "LogText") -> "Diagnosis":
+        live = self._current()
+        return self._overlay(live.engine.diagnose(log_text))
+
+    def diagnose_text(self, text: str, name: str | None = None) -> "Diagnosis":
+        from servetriage.classifier import from_text  # noqa: PLC0415
+        return self.diagnose(from_text(text, name or "-"))
+
+    # -- swapping ----------------------------------------------------------------------------------
+    def engine_for(self, model: "Model") -> "Engine":
+        """An engine answering with `model` and the feedback memory: what the bot would answer with that
+        version active (the gate scores models through this)."""
+        from servetriage.classifier import engine_for_model  # noqa: PLC0415
+
+        base = engine_for_model(self.settings, self.corpus, model)
+        return steered_engine_class()(self.settings, self.corpus, base.passes, base.calibrator, self.memory,
+                                      self._sigs)
+
+    # -- the feedback memory ----------------------------------------------------------------------
+    def memory(self) -> FeedbackMemory:
+        """The memory as of the database's current feedback generation (rebuilt when it moved)."""
+        if self.store is None:
+            return EMPTY
+        generation = self.store.generation()
+        mem = self._memory
+        if mem.generation == generation:
+            return mem
+        with self._memory_lock:
+            if self._memory.generation != generation:
+                items = [(self._sigs.of_text(e.text), e.category, e.incident)
+                         for e in self.store.examples() if not e.holdout]
+                self._memory = FeedbackMemory(items, generation=generation)
+            return self._memory
+
+    def memory_key(self, text: str) -> tuple[str, str | None] | None:
+        """What the memory would say about `text` (None: nothing): a cache key for gate answers."""
+        match = self.memory().match_signature(self._sigs.of_text(text))
+        return (match.category, match.incident) if match else None
+
+    def swap(self, model: "Model", engine: "Engine | None" = None) -> None:
+        """Serve `model` from now on (its engine is built and warmed before the switch)."""
+        engine = engine or self.engine_for(model)
+        engine.scanner  # noqa: B018 — build the costly parts outside the lock
+        with self._lock:
+            self._live = _Live(model.meta.version, model, engine)
+            self._checked = time.monotonic()
+        log.info("now answering with model %s", model.meta.version)
+
+    def reload(self) -> bool:
+        """Follow the `ACTIVE` pointer if another process moved it; True when the model changed."""
+        if not self.learning:
+            return False
+        from servetriage.classifier import ArtefactStore, load_model  # noqa: PLC0415
+        active = ArtefactStore(self.settings.model_dir).active()
+        with self._lock:
+            self._checked = time.monotonic()
+            current = self._live.version if self._live else None
+        if active is None or active == current:
+            return False
+        try:
+            model = load_model(self.settings, self.corpus, self.embedder(), active)
+        except ServetriageError as exc:
+            log.warning("model %s is active but cannot be loaded (%s); still answering with %s", active, exc, current)
+            return False
+        self.swap(model)
+        return True
+
+    def _current(self) -> _Live:
+        live = self._live
+        if live is None:
+            with self._lock:
+                if self._live is None:
+                    self._live = self._load()
+                    self._checked = time.monotonic()
+                live = self._live
+        elif self.learning and time.monotonic() - self._checked >= self.check_every_s:
+            try:
+                self.reload()
+            except Exception:  # noqa: BLE001 — a failed check must never fail a diagnosis
+                log.exception("checking the active model failed")
+            live = self._live or live
+        return live
+
+    def _load(self) -> _Live:
+        from servetriage.classifier import Engine  # noqa: PLC0415
+        if not self.learning:
+            return _Live(None, None, Engine(self.settings, corpus=self.corpus))
+        from servetriage.classifier import ensure_model  # noqa: PLC0415
+        model = ensure_model(self.settings, self.corpus, self.embedder())
+        return _Live(model.meta.version, model, self.engine_for(model))
+
+    # -- the corpus overlay -------------------------------------------------------------------------
+    def _overlay(self, d: "Diagnosis") -> "Diagnosis":
+        """Name an incident written through the bot when the answer points at one."""
+        if self.store is None or d.is_unknown:
+            return d
+        cand = next((c for c in d.top if c.category == d.category), None)
+        if cand is None or not cand.incident or self.corpus.incident(cand.incident) is not None:
+            return d
+        try:
+            inc = self.store.incident(cand.incident)
+        except NotFound:
+            return d
+        return dataclasses.replace(d, incident=overlay_ref(inc, self.settings))
+
+
+def overlay_ref(inc: Any, settings: Settings):
+    from servetriage.classifier import IncidentRef  # noqa: PLC0415
+    return IncidentRef(id=inc.id, title=inc.title, cause=inc.cause, first_action=inc.first_action,
+                       fix_or_status="Written by on-call through the bot; not reviewed yet.", section=None,
+                       link=settings.manual_base_url, sources=(f"feedback:{inc.diagnosis_id}",), verify=None)
+
+
+@functools.lru_cache(maxsize=1)
+def steered_engine_class() -> type:
+    """A factory of `Engine`s with the feedback memory as their `steer` hook (built on first use,
+    so importing this package does not import the engine)."""
+    from servetriage.classifier import Engine  # noqa: PLC0415
+    from servetriage.classifier._fuse import PassScores  # noqa: PLC0415
+
+    from ._memory import steer  # noqa: PLC0415
+
+    def steered(settings, corpus, passes, calibrator, memory, signatures) -> Engine:
+        """`memory` is a callable returning the current FeedbackMemory."""
+
+        def apply(log, ex, fusion):
+            mem = memory()
+            if len(mem):
+                match = mem.match_signature(signatures.of_text(log.text, ex))
+                if match is not None:
+                    return steer(fusion, match), {"memory": PassScores({match.category: match.similarity})}
+            return fusion, {}
+
+        return Engine(settings, corpus=corpus, passes=passes, calibrator=calibrator, steer=apply)
+
+    return steered

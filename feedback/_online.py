@@ -1,0 +1,160 @@
+"""`servetriage eval --online DIR`: does the bot learn from on-call? Replay a labelled set as traffic.
+
+Everything happens in a temporary data directory (a copy of the active model, or a freshly trained
+one; an empty feedback database), so the installed model and database are never touched. The replay
+goes through the same parts as the bot: `ModelHandle` answers, `FeedbackStore` records the answer
+and the vote (👍 when right, a correction to the true label when wrong), `Retrainer.run_once` retrains
+and gates exactly as the background thread would — only synchronously, one cycle after each case.
+
+Figures: `static_top1` (the starting model, no learning), `online_top1` (prequential: each log is
+answered before its own feedback is given), `second_pass_top1` (the whole set again with the final
+model), and the seconds each retrain cycle took. Only aggregates are printed, never a log line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from servetriage._settings import Settings
+
+from ._handle import ModelHandle
+from ._retrain import Retrainer
+from ._rules import RateLimit
+from ._store import FeedbackStore
+
+REPLAY_USER = "oncall-replay"
+
+
+def _prepare_data_dir(settings: Settings, tmp: Path) -> Settings:
+    """A temporary data dir holding a copy of the active model version (and the same embedder)."""
+    from servetriage.classifier import ArtefactStore  # noqa: PLC0415
+
+    embedder_path = settings.embedder_path
+    if embedder_path is None:
+        tuned = settings.model_dir / "embedder" / "ACTIVE"
+        if tuned.is_file():
+            candidate = settings.model_dir / "embedder" / tuned.read_text().strip()
+            if candidate.is_dir():
+                embedder_path = candidate
+    replay = dataclasses.replace(settings, data_dir=tmp / "data", trainer_allowlist=(), embedder_path=embedder_path)
+    src = ArtefactStore(settings.model_dir)
+    active = src.active()
+    if active is not None:
+        dst = ArtefactStore(replay.model_dir)
+        replay.model_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(src.path(active), dst.path(active))
+        dst.activate(active)
+    return replay
+
+
+def replay(settings: Settings, directory: Path | str, progress=lambda msg: None) -> dict[str, Any]:
+    from servetriage.classifier import read_path  # noqa: PLC0415
+    from servetriage.eval import load_cases  # noqa: PLC0415
+
+    cases = load_cases(directory)
+    with tempfile.TemporaryDirectory(prefix="servetriage-online-") as tmp:
+        rs = _prepare_data_dir(settings, Path(tmp))
+        handle = ModelHandle(rs, check_every_s=3600.0)
+        store = FeedbackStore(rs.db_path, rate_limit=RateLimit.off(), categories=handle.corpus.categories,
+                              model_version=lambda: handle.version)
+        handle.store = store
+        try:
+            progress("loading the model")
+            handle.warm()
+            start_version = handle.version
+            retrainer = Retrainer(rs, store, handle)
+            logs = [read_path(c.file, rs.max_input_bytes) for c in cases]
+
+            progress(f"static pass over {len(cases)} logs")
+            static = [handle.diagnose(log).category == c.category for log, c in zip(logs, cases)]
+
+            retrainer.prime()
+            progress("online replay")
+            online: list[bool] = []
+            diagnosis_ids: list[str] = []
+            memory_online = 0
+            cycles = []
+            for n, (log, case) in enumerate(zip(logs, cases), 1):
+                d = handle.diagnose(log)
+                right = d.category == case.category
+                online.append(right)
+                memory_online += int("memory" in d.passes)
+                did = store.record(d, log.text, team="replay", channel="replay", thread_ts=f"case-{n}",
+                                   user="replay-asker", source="replay")
+                diagnosis_ids.append(did)
+                if right:
+                    store.vote(did, REPLAY_USER, True, source="replay")
+                else:
+                    incident = next((c.incident for c in d.top if c.category == case.category and c.incident), None)
+                    store.correct(did, REPLAY_USER, case.category, incident, source="replay")
+                result = retrainer.run_once()
+                if result.state != "skipped":
+                    cycles.append(result)
+                if n % 10 == 0:
+                    progress(f"  {n}/{len(cases)}: online top-1 so far {sum(online) / n:.3f}, "
+                             f"{sum(r.promoted for r in cycles)} promoted / {len(cycles)} retrains")
+
+            progress("second pass")
+            finals = [handle.diagnose(log) for log in logs]
+            second = [d.category == c.category for d, c in zip(finals, cases)]
+            examples = {e.diagnosis_id: e for e in store.examples()}
+            quarantined = store.quarantined()
+            misses = {"held_out": 0, "quarantined": 0, "memory_answered": 0, "right_at_first": 0}
+            for did, d, ok, first in zip(diagnosis_ids, finals, second, online):
+                if ok:
+                    continue
+                ex = examples.get(did)
+                misses["held_out"] += int(bool(ex and ex.holdout))
+                misses["quarantined"] += int(bool(ex and (ex.text_hash, ex.category) in quarantined))
+                misses["memory_answered"] += int("memory" in d.passes)
+                misses["right_at_first"] += int(first)
+            seconds = [r.seconds for r in cycles]
+            refit = [r.retrain_seconds for r in cycles]
+            return {
+                "cases": len(cases),
+                "static_top1": round(sum(static) / len(cases), 4),
+                "online_top1": round(sum(online) / len(cases), 4),
+                "second_pass_top1": round(sum(second) / len(cases), 4),
+                "retrain_seconds_p50": round(statistics.median(seconds), 3) if seconds else 0.0,
+                "retrain_seconds_max": round(max(seconds), 3) if seconds else 0.0,
+                "refit_seconds_p50": round(statistics.median(refit), 3) if refit else 0.0,
+                "refit_seconds_max": round(max(refit), 3) if refit else 0.0,
+                "gate_seconds_p50": round(statistics.median(r.gate.get("seconds", 0.0) for r in cycles), 3)
+                if cycles else 0.0,
+                "retrains": len(cycles),
+                "promoted": sum(r.state == "active" for r in cycles),
+                "rejected": sum(r.state == "rejected" for r in cycles),
+                "feedback_examples": len(examples),
+                "quarantined": len(quarantined),
+                "second_pass_misses": misses,
+                "online_vs_static": {"gained": sum(o and not st for o, st in zip(online, static)),
+                                     "lost": sum(st and not o for o, st in zip(online, static)),
+                                     "memory_answered": memory_online},
+                "start_model": start_version,
+            }
+        finally:
+            store.close()
+
+
+def online_eval(args: argparse.Namespace, settings: Settings) -> int:
+    t0 = time.perf_counter()
+    say = (lambda m: print(m, file=sys.stderr, flush=True))
+    report = replay(settings, args.directory, progress=say)
+    report["wall_seconds"] = round(time.perf_counter() - t0, 1)
+    if not args.json:
+        print(f"cases {report['cases']}  static top-1 {report['static_top1']:.3f}  online top-1 "
+              f"{report['online_top1']:.3f}  second pass top-1 {report['second_pass_top1']:.3f}")
+        print(f"retrains {report['retrains']} ({report['promoted']} promoted, {report['rejected']} rejected); "
+              f"seconds per retrain p50 {report['retrain_seconds_p50']:.2f}, max {report['retrain_seconds_max']:.2f}")
+    else:
+        print(json.dumps(report), flush=True)
+    return 0

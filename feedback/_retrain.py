@@ -1,0 +1,338 @@
+"""`Retrainer`: feedback examples become a candidate model, which is promoted only if no worse.
+
+One cycle (`run_once`), the same whether the bot's background thread runs it or the online replay:
+
+1. the training set: the corpus plus every agreed feedback example that is not held out;
+2. nothing new (same training-set hash as the active model, or a set already rejected against it)
+   → skipped;
+3. `classifier.retrain` (the quick refit that keeps the calibrator; a full `train` if the corpus
+   changed since the active model);
+4. both models answer the gate set (a fixed corpus sample plus the held-out confirmed feedback)
+   through the real engine; the candidate is promoted only when it gets at least as many right, else
+   it is kept as `rejected` with both scores. One exception: when the active model was trained on
+   examples that no longer stand (forgotten, or relabelled by later votes), the new set is promoted
+   regardless — removing data is not optional;
+5. promotion moves the `ACTIVE` pointer and swaps the model behind the bot's `ModelHandle`.
+
+The background thread debounces (a burst of votes → one retrain), runs one cycle at a time (and
+takes a file lock so a CLI `feedback forget` in another process does not race it), and also polls
+the database's feedback generation so changes made by other processes are picked up.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import hashlib
+import logging
+import os
+import shutil
+import threading
+import time
+from collections import deque
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+
+from servetriage._errors import ModelError
+
+from ._gate import CORPUS_SAMPLE, FEEDBACK_MAX, Gate, GateCase, corpus_gate_cases, faiss_single_thread, gate_hash
+from ._handle import ModelHandle
+from ._store import FeedbackExample, FeedbackStore
+
+if TYPE_CHECKING:
+    from servetriage.classifier import TrainingExample
+
+log = logging.getLogger(__name__)
+
+KEEP_REJECTED = 5
+KEEP_RETIRED = 10
+
+
+@dataclasses.dataclass(frozen=True)
+class RetrainResult:
+    state: str                      # "active", "rejected" or "skipped"
+    version: str | None             # the candidate (None when skipped)
+    parent: str | None              # the model that was active when the cycle started
+    reason: str
+    seconds: float = 0.0            # the whole cycle: training set, retrain, gate, promotion
+    retrain_seconds: float = 0.0    # the refit alone
+    gate: dict[str, Any] = dataclasses.field(default_factory=dict)
+    examples: int = 0               # feedback examples trained on
+
+    @property
+    def promoted(self) -> bool:
+        return self.state == "active"
+
+
+def training_set(examples: Sequence[FeedbackExample]) -> list["TrainingExample"]:
+    from servetriage.classifier import TrainingExample  # noqa: PLC0415
+    chosen = sorted((e for e in examples if not e.holdout), key=lambda e: (e.text_hash, e.category))
+    return [TrainingExample(e.text, e.category, e.incident or "", "feedback") for e in chosen]
+
+
+def _key(text: str, category: str) -> tuple[str, str]:
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest(), category
+
+
+def training_hash(extra: Sequence["TrainingExample"]) -> str:
+    h = hashlib.sha256()
+    for e in sorted(extra, key=lambda e: (_key(e.text, e.category), e.incident)):
+        digest, cat = _key(e.text, e.category)
+        h.update(f"{digest}\0{cat}\0{e.incident}\n".encode())
+    return h.hexdigest()[:16]
+
+
+class Retrainer:
+    """Turns stored feedback into promoted (or rejected) model versions, in the background."""
+
+    def __init__(self, settings, store: FeedbackStore, handle: ModelHandle, *, debounce_s: float = 5.0,
+                 max_delay_s: float = 60.0, poll_s: float = 30.0, gate_corpus: int = CORPUS_SAMPLE,
+                 on_result: Callable[[RetrainResult], None] | None = None) -> None:
+        self.settings = settings
+        self.store = store
+        self.handle = handle
+        self.debounce_s = debounce_s
+        self.max_delay_s = max_delay_s
+        self.poll_s = poll_s
+        self.gate_corpus = gate_corpus
+        self.on_result = on_result
+        self.gate = Gate()
+        self.results: deque[RetrainResult] = deque(maxlen=100)  # the latest cycles, for status and tests
+        self._run_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._seen_generation: int | None = None
+        self._extra_keys: dict[str, frozenset[tuple[str, str]]] = {}
+        self._corpus_cases: list[GateCase] | None = None
+
+    # -- background ----------------------------------------------------------------------------
+    def notify(self) -> None:
+        """Feedback changed: retrain after `debounce_s` of quiet (at most `max_delay_s` after the first)."""
+        self._wake.set()
+
+    def start(self) -> "Retrainer":
+        if self._thread is None or not self._thread.is_alive():
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._loop, name="servetriage-retrainer", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 60.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _loop(self) -> None:
+        try:
+            self.prime()
+        except Exception:  # noqa: BLE001
+            log.exception("scoring the active model on the gate failed")
+        while not self._stop.is_set():
+            woken = self._wake.wait(self.poll_s)
+            if self._stop.is_set():
+                break
+            if woken:
+                first = time.monotonic()
+                while True:  # debounce: wait for a quiet spell, but not forever
+                    self._wake.clear()
+                    left = self.max_delay_s - (time.monotonic() - first)
+                    if left <= 0 or not self._wake.wait(min(self.debounce_s, left)) or self._stop.is_set():
+                        break
+                if self._stop.is_set():
+                    break
+            elif self._seen_generation is not None and self.store.generation() == self._seen_generation:
+                continue
+            try:
+                self.run_once()
+            except Exception:  # noqa: BLE001 — the bot keeps answering with the active model
+                log.exception("retraining failed; the active model stays")
+
+    def prime(self) -> None:
+        """Answer the gate set with the active model now (the bot calls this at start, off the request
+        path), so that the first retrain pays only for its candidate."""
+        if not self.handle.learning:
+            return
+        engine, version = self.handle.engine, self.handle.version
+        with faiss_single_thread():
+            self.gate.score(version, lambda t: engine.diagnose_text(t).category, self._gate_cases(self.store.examples()),
+                            context=self.handle.memory_key)
+
+    # -- one cycle ---------------------------------------------------------------------------------
+    def run_once(self, *, force: bool = False, require_gate: bool = True) -> RetrainResult:
+        with self._run_lock, _file_lock(self.settings.model_dir):
+            result = self._cycle(force=force, require_gate=require_gate)
+        self.results.append(result)
+        if self.on_result is not None:
+            self.on_result(result)
+        log.info("retrain: %s %s (%s) in %.2f s", result.state, result.version or "", result.reason, result.seconds)
+        return result
+
+    def _cycle(self, *, force: bool, require_gate: bool) -> RetrainResult:
+        from servetriage.classifier import ArtefactStore, retrain, train  # noqa: PLC0415
+
+        t0 = time.perf_counter()
+        generation = self.store.generation()
+        if not self.handle.learning:
+            self._seen_generation = generation
+            return RetrainResult("skipped", None, None, "the learned passes are off")
+        self.handle.reload()
+        parent = self.handle.model
+        artefacts = ArtefactStore(self.settings.model_dir)
+        sync_models(self.store, artefacts)
+        feedback = self.store.examples()
+        quarantined = self.store.quarantined()
+        extra = training_set([e for e in feedback if (e.text_hash, e.category) not in quarantined])
+        thash = training_hash(extra)
+        parent_keys = self._parent_keys(artefacts, parent.meta.version)
+        parent_row = self.store.model(parent.meta.version)
+        parent_hash = parent_row.training_hash if parent_row and parent_row.training_hash else \
+            self._hash_of(artefacts, parent.meta.version)
+        stale = parent_keys - {_key(e.text, e.category) for e in extra}
+        self._seen_generation = generation
+        if not force and thash == parent_hash:
+            return RetrainResult("skipped", None, parent.meta.version, "the active model has this training set",
+                                 time.perf_counter() - t0)
+        if not force and not stale and any(m.training_hash == thash and m.parent == parent.meta.version
+                                           and m.state == "rejected" for m in self.store.models()):
+            return RetrainResult("skipped", None, parent.meta.version,
+                                 "this training set was already rejected against the active model",
+                                 time.perf_counter() - t0)
+
+        corpus = self.handle.corpus
+        embedder = self.handle.embedder()
+        t1 = time.perf_counter()
+        try:
+            candidate = retrain(parent, corpus, embedder, artefacts, extra)
+            how = "retrain"
+        except ValueError:  # the corpus changed since the parent: the calibration must be redone
+            candidate = train(corpus, embedder, artefacts, extra, parent=parent.meta.version)
+            how = "full train (the corpus changed)"
+        retrain_s = time.perf_counter() - t1
+        version = candidate.meta.version
+        self.store.put_model(version, state="candidate", parent=parent.meta.version, created=candidate.meta.created,
+                             training_hash=thash, examples=candidate.meta.examples,
+                             feedback_examples=candidate.meta.feedback_examples,
+                             metrics={**candidate.meta.metrics, "retrain_seconds": round(retrain_s, 3)})
+
+        t2 = time.perf_counter()
+        cases = self._gate_cases(feedback)
+        active_engine = self.handle.engine_for(parent) if self.handle.version != parent.meta.version \
+            else self.handle.engine
+        cand_engine = self.handle.engine_for(candidate)
+        with faiss_single_thread():
+            g_active = self.gate.score(parent.meta.version, lambda t: active_engine.diagnose_text(t).category, cases,
+                                       context=self.handle.memory_key)
+            g_cand = self.gate.score(version, lambda t: cand_engine.diagnose_text(t).category, cases,
+                                     context=self.handle.memory_key)
+        gate = {"set": gate_hash(cases), "active": g_active, "candidate": g_cand, "how": how,
+                "stale_examples": len(stale), "seconds": round(time.perf_counter() - t2, 3)}
+        no_worse = g_cand["correct"] >= g_active["correct"]
+        if no_worse or stale or not require_gate:
+            artefacts.activate(version)
+            reason = "no worse on the gate" if no_worse else (
+                f"removes {len(stale)} example(s) that no longer stand" if stale else "promoted without the gate")
+            self.store.set_model_state(version, "active", note=reason, gate=gate)
+            self.handle.swap(candidate, cand_engine)
+            state = "active"
+        else:
+            reason = (f"worse on the gate: {g_cand['correct']}/{g_cand['cases']} right, "
+                      f"the active model {g_active['correct']}/{g_active['cases']}")
+            # The examples this candidate added are what made it worse: set them aside, so the next
+            # retrain can still learn from everything else (the memory keeps answering with them).
+            added = {_key(e.text, e.category) for e in extra} - parent_keys
+            if added:
+                self.store.quarantine(added, version, reason)
+                reason += f"; {len(added)} new example(s) quarantined"
+            self.store.set_model_state(version, "rejected", note=reason, gate=gate)
+            state = "rejected"
+        try:
+            prune(self.store, artefacts)
+        except OSError as exc:
+            log.warning("pruning old model versions failed: %s", exc)
+        return RetrainResult(state, version, parent.meta.version, reason, time.perf_counter() - t0, retrain_s, gate,
+                             len(extra))
+
+    def _gate_cases(self, feedback: Sequence[FeedbackExample]) -> list[GateCase]:
+        if self._corpus_cases is None:
+            self._corpus_cases = corpus_gate_cases(self.handle.corpus, self.gate_corpus)
+        held = [e for e in feedback if e.holdout][-FEEDBACK_MAX:]
+        return self._corpus_cases + [GateCase(e.text, e.category, "feedback") for e in held]
+
+    def _parent_keys(self, artefacts, version: str) -> frozenset[tuple[str, str]]:
+        if version not in self._extra_keys:
+            try:
+                rows = artefacts.load_object(version, "extra")
+            except ModelError:
+                rows = []
+            self._extra_keys[version] = frozenset(_key(r["text"], r["category"]) for r in rows
+                                                  if r.get("source") == "feedback")
+        return self._extra_keys[version]
+
+    def _hash_of(self, artefacts, version: str) -> str:
+        from servetriage.classifier import TrainingExample  # noqa: PLC0415
+        try:
+            rows = artefacts.load_object(version, "extra")
+        except ModelError:
+            rows = []
+        return training_hash([TrainingExample(**r) for r in rows if r.get("source") == "feedback"])
+
+
+# -- the ledger of model versions ----------------------------------------------------------------------
+def sync_models(store: FeedbackStore, artefacts) -> None:
+    """Make the database's model list agree with the disk: versions trained elsewhere are added, and
+    the version the `ACTIVE` pointer names is the one marked active."""
+    known = {m.version: m for m in store.models()}
+    active = artefacts.active()
+    for meta in artefacts.versions():
+        if meta.version not in known:
+            store.put_model(meta.version, state="active" if meta.version == active else "retired", parent=meta.parent,
+                            created=meta.created, training_hash=None, examples=meta.examples,
+                            feedback_examples=meta.feedback_examples, metrics=meta.metrics,
+                            note="trained outside the feedback loop")
+    if active is not None:
+        row = store.model(active)
+        if row is not None and row.state != "active":
+            store.set_model_state(active, "active")
+    for m in store.models():
+        if m.state == "active" and m.version != active:
+            store.set_model_state(m.version, "retired", note="no longer the ACTIVE version")
+
+
+def prune(store: FeedbackStore, artefacts) -> list[str]:
+    """Delete the artefacts of old rejected and retired versions (their database rows stay)."""
+    active = artefacts.active()
+    rows = [m for m in store.models() if m.version != active]
+    protect = {active}
+    act = store.model(active) if active else None
+    if act is not None and act.parent:
+        protect.add(act.parent)
+    removed = []
+    for state, keep in (("rejected", KEEP_REJECTED), ("retired", KEEP_RETIRED), ("candidate", KEEP_REJECTED)):
+        old = sorted((m for m in rows if m.state == state), key=lambda m: (m.created, m.version))[:-keep or None]
+        for m in old:
+            path = artefacts.path(m.version)
+            if m.version in protect or not path.is_dir():
+                continue
+            shutil.rmtree(path)
+            removed.append(m.version)
+    return removed
+
+
+@contextmanager
+def _file_lock(directory: Path) -> Iterator[None]:
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    fd = os.open(directory / ".retrain.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)

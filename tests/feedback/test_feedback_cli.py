@@ -1,0 +1,148 @@
+"""The commands: `model list|promote|rollback`, `feedback export|forget`, `db backup`, `corpus export`
+and `eval --online`, through `servetriage.cli.main` as a user runs them."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+import yaml
+from fbhelpers import NOVEL_LABEL, NOVEL_LOG, diagnosis, novel_variant
+
+import servetriage.corpus
+from servetriage.classifier import ArtefactStore
+from servetriage.cli import main
+from servetriage.corpus import parse_incidents
+from servetriage.feedback import FeedbackStore, ModelHandle, RateLimit, Retrainer
+
+
+@pytest.fixture
+def cli(fb_settings, fb_corpus, monkeypatch):
+    """`main([...])` against the test data dir and the test corpus; returns (exit code, stdout, stderr)."""
+    monkeypatch.setenv("SERVETRIAGE_DATA_DIR", str(fb_settings.data_dir))
+    monkeypatch.setenv("SERVETRIAGE_THREADS", "2")
+    monkeypatch.setattr(servetriage.corpus, "load_corpus", lambda *a, **k: fb_corpus)
+
+    def run(capsys, *argv: str) -> tuple[int, str, str]:
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def _learn_novel(fb_settings, fb_corpus) -> tuple[str, str, str]:
+    """One correction retrained and promoted; returns (first version, new version, diagnosis id)."""
+    with FeedbackStore(fb_settings.db_path, categories=fb_corpus.categories, rate_limit=RateLimit.off()) as store:
+        handle = ModelHandle(fb_settings, fb_corpus, store=store)
+        start = handle.version
+        did = store.record(handle.diagnose_text(NOVEL_LOG), NOVEL_LOG, team="T1", channel="C1", thread_ts="1",
+                           user="UASK", source="message")
+        store.vote(did, "U1", False)
+        store.correct(did, "U1", NOVEL_LABEL)
+        result = Retrainer(fb_settings, store, handle).run_once()
+    assert result.promoted
+    return start, result.version, did
+
+
+def test_model_list_rollback_and_promote(cli, capsys, fb_settings, fb_corpus):
+    start, new, _ = _learn_novel(fb_settings, fb_corpus)
+    code, out, _ = cli(capsys, "model", "list", "--json")
+    states = {r["version"]: r["state"] for r in map(json.loads, out.splitlines())}
+    assert code == 0 and states == {start: "retired", new: "active"}
+    code, out, _ = cli(capsys, "model", "list")
+    assert code == 0 and new in out and "active" in out
+
+    code, out, _ = cli(capsys, "model", "rollback")
+    assert code == 0 and ArtefactStore(fb_settings.model_dir).active() == start
+    _, out, _ = cli(capsys, "model", "list", "--json")
+    assert {r["version"]: r["state"] for r in map(json.loads, out.splitlines())} == {start: "active", new: "rejected"}
+
+    assert cli(capsys, "model", "promote", new)[0] == 0
+    assert ArtefactStore(fb_settings.model_dir).active() == new
+    code, _, err = cli(capsys, "model", "promote", "19990101-000000-0")
+    assert code == 2 and err.startswith("servetriage: error: no model version") and err.count("\n") == 1
+    assert ArtefactStore(fb_settings.model_dir).active() == new
+
+
+def test_feedback_export_and_forget(cli, capsys, fb_settings, fb_corpus, tmp_path):
+    start, learned, did = _learn_novel(fb_settings, fb_corpus)
+    code, out, _ = cli(capsys, "feedback", "export")
+    [row] = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and row["diagnosis_id"] == did and row["corrected_category"] == NOVEL_LABEL
+    target = tmp_path / "votes.csv"
+    assert cli(capsys, "feedback", "export", "--format", "csv", "-o", str(target), "--no-excerpt")[0] == 0
+    [csv_row] = list(csv.DictReader(target.open()))
+    assert csv_row["vote"] == "down" and "excerpt" not in csv_row
+
+    with FeedbackStore(fb_settings.db_path) as store:
+        before = store.counts()
+    code, _, err = cli(capsys, "feedback", "forget", "--vote", "999")
+    assert code == 2 and "no vote 999" in err
+    with pytest.raises(SystemExit):  # argparse: one of --vote, --user, --diagnosis is required
+        main(["feedback", "forget"])
+    capsys.readouterr()
+    with FeedbackStore(fb_settings.db_path) as store:
+        assert store.counts() == before
+
+    code, out, _ = cli(capsys, "feedback", "forget", "--diagnosis", did)
+    assert code == 0 and "forgot diagnosis" in out and "retrained: active" in out
+    active = ArtefactStore(fb_settings.model_dir).active()
+    assert active not in (start, learned)
+    extra = ArtefactStore(fb_settings.model_dir).load_object(active, "extra")
+    assert not [e for e in extra if e["source"] == "feedback"]
+    with FeedbackStore(fb_settings.db_path) as store:
+        assert store.examples() == [] and store.votes() == []
+
+
+def test_db_backup_and_corpus_export(cli, capsys, fb_settings, tmp_path):
+    code, _, err = cli(capsys, "db", "backup", str(tmp_path / "b.sqlite"))
+    assert code == 2 and "no feedback database" in err
+    with FeedbackStore(fb_settings.db_path) as store:
+        did = store.record(diagnosis(), NOVEL_LOG, team="T1", channel="C1", thread_ts="1", user="UASK", source="message")
+        inc, _ = store.new_incident(did, "U4", category=NOVEL_LABEL, title="Triton cannot compile fp8 kernels",
+                                    cause="fp8e4nv needs compute capability 8.9.", first_action="Use fp16 KV cache.")
+    dest = tmp_path / "b.sqlite"
+    assert cli(capsys, "db", "backup", str(dest))[0] == 0
+    with FeedbackStore(dest) as copy:
+        assert [i.id for i in copy.new_incidents()] == [inc.id]
+    code, _, err = cli(capsys, "db", "backup", str(dest))
+    assert code == 2 and "already exists" in err
+
+    out_file = tmp_path / "new.yaml"
+    assert cli(capsys, "corpus", "export", "-o", str(out_file))[0] == 0
+    data = yaml.safe_load(out_file.read_text())
+    from servetriage.corpus import load_categories
+    [parsed] = parse_incidents(data, load_categories(), "export.yaml")
+    assert parsed.id == inc.id and parsed.category == NOVEL_LABEL and parsed.first_action == "Use fp16 KV cache."
+    assert "Triton compilation failed" in parsed.examples[0] and parsed.sources == (f"feedback:{did}",)
+    code, out, _ = cli(capsys, "corpus", "export")
+    assert code == 0 and out.startswith("# Incidents written by on-call")
+
+
+def test_online_eval_learns_on_a_temporary_copy(cli, capsys, fb_settings, tmp_path):
+    labelled = tmp_path / "set"
+    labelled.mkdir()
+    logs = [(NOVEL_LOG, NOVEL_LABEL), (novel_variant(1), NOVEL_LABEL), (novel_variant(2), NOVEL_LABEL),
+            ("ERROR 05-12 10:00:41 model_runner.py:1204] Error in model execution\n"
+             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB.\n", "gpu-oom")]
+    with open(labelled / "labels.jsonl", "w") as fh:
+        for n, (text, label) in enumerate(logs):
+            (labelled / f"{n}.log").write_text(text)
+            fh.write(json.dumps({"id": str(n), "file": f"{n}.log", "category": label, "surface": "paste"}) + "\n")
+    installed = ArtefactStore(fb_settings.model_dir)
+    before = (installed.active(), [m.version for m in installed.versions()])
+
+    code, out, err = cli(capsys, "eval", "--online", str(labelled), "--json")
+    report = json.loads(out.strip().splitlines()[-1])
+    assert code == 0 and report["cases"] == 4
+    for key in ("static_top1", "online_top1", "second_pass_top1", "retrain_seconds_p50", "retrain_seconds_max"):
+        assert key in report
+    assert report["online_top1"] > report["static_top1"] and report["second_pass_top1"] == 1.0
+    assert report["retrains"] >= 1 and report["retrain_seconds_max"] > 0
+    assert (installed.active(), [m.version for m in installed.versions()]) == before  # never the installed model
+    assert not fb_settings.db_path.exists()
+
+    code, _, err = cli(capsys, "eval", "--online", str(tmp_path / "nothing"))
+    assert code == 2 and "labels.jsonl" in err
