@@ -21,7 +21,7 @@ from ._types import Hit, Line
 
 _LAZY = {
     "ArtefactStore": "._artefacts", "Meta": "._artefacts",
-    "embedder_for": "._learned", "engine_for_model": "._learned", "ensure_model": "._learned",
+    "embedder_for": "._learned", "embedder_path": "._learned", "normalize_line": "._embed", "engine_for_model": "._learned", "ensure_model": "._learned",
     "load_model": "._learned", "train_command": "._learned",
     "Model": "._train", "TrainingExample": "._train", "retrain": "._train", "train": "._train",
 }
@@ -39,7 +39,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "ArtefactStore", "Candidate", "Diagnosis", "Engine", "EvidenceLine", "Extract", "Hit", "IncidentRef",
     "Initiating", "Line", "LogText", "Meta", "Model", "Scanner", "Symptom", "TrainingExample", "UNKNOWN", "decode",
-    "detect_engine", "detect_versions", "embedder_for", "engine_for_model", "ensure_model", "extract", "from_bytes",
+    "detect_engine", "detect_versions", "embedder_for", "embedder_path", "normalize_line", "engine_for_model", "ensure_model", "extract", "from_bytes",
     "from_stream", "from_text", "load_model", "normalize", "parse_prefix", "read_inputs", "read_path", "redact",
     "render_text", "retrain", "train", "train_command",
 ]

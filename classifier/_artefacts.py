@@ -18,7 +18,7 @@ import joblib
 
 from servetriage._errors import ModelError
 
-FORMAT = 1
+FORMAT = 2  # 2: incident centroids, fitted threshold, standalone exception lines
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,6 +11,7 @@ import dataclasses
 import json
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 from servetriage._errors import ModelError
@@ -54,15 +55,21 @@ _EMBEDDERS: dict[str, SentenceEmbedder] = {}  # explicit cache: one model per pa
 _EMBEDDER_LOCK = threading.Lock()
 
 
+def embedder_path(settings: Settings) -> Path | None:
+    """The configured model, else the promoted fine-tuned one (model_dir/embedder), else None: packaged."""
+    if settings.embedder_path is not None:
+        return settings.embedder_path
+    tuned = settings.model_dir / "embedder" / "ACTIVE"
+    if tuned.is_file():
+        candidate = settings.model_dir / "embedder" / tuned.read_text().strip()
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
 def embedder_for(settings: Settings) -> SentenceEmbedder:
-    """The fine-tuned model when one was promoted (model_dir/embedder), else the packaged one."""
-    path = settings.embedder_path
-    if path is None:
-        tuned = settings.model_dir / "embedder" / "ACTIVE"
-        if tuned.is_file():
-            candidate = settings.model_dir / "embedder" / tuned.read_text().strip()
-            if candidate.is_dir():
-                path = candidate
+    """One embedder per model path per process."""
+    path = embedder_path(settings)
     key = str(path)
     with _EMBEDDER_LOCK:
         if key not in _EMBEDDERS:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import re
 import threading
 from collections import Counter, OrderedDict
 from typing import TYPE_CHECKING, Iterable
@@ -28,17 +27,12 @@ if TYPE_CHECKING:
 
 THRESHOLD = 0.8
 UNKNOWN = "unknown"
-_HEX = re.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{8,}\b")
-_NUM = re.compile(r"\d+(?:[.,:]\d+)*")
-_PATH = re.compile(r"(?:/[\w.+-]+){2,}/([\w.+-]+)")
-_SPACE = re.compile(r"\s+")
 
 
 def normalise(body: str) -> str:
-    body = _HEX.sub("0x", body)
-    body = _PATH.sub(r"\1", body)
-    body = _NUM.sub("N", body)
-    return _SPACE.sub(" ", body).strip()
+    """The engine's own line normalisation (numbers, hex ids and paths removed)."""
+    from servetriage.classifier import normalize_line  # noqa: PLC0415
+    return normalize_line(body)
 
 
 def signature(ex: "Extract") -> frozenset[str]:

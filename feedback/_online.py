@@ -38,14 +38,10 @@ def _prepare_data_dir(settings: Settings, tmp: Path) -> Settings:
     """A temporary data dir holding a copy of the active model version (and the same embedder)."""
     from servetriage.classifier import ArtefactStore  # noqa: PLC0415
 
-    embedder_path = settings.embedder_path
-    if embedder_path is None:
-        tuned = settings.model_dir / "embedder" / "ACTIVE"
-        if tuned.is_file():
-            candidate = settings.model_dir / "embedder" / tuned.read_text().strip()
-            if candidate.is_dir():
-                embedder_path = candidate
-    replay = dataclasses.replace(settings, data_dir=tmp / "data", trainer_allowlist=(), embedder_path=embedder_path)
+    from servetriage.classifier import embedder_path  # noqa: PLC0415
+
+    replay = dataclasses.replace(settings, data_dir=tmp / "data", trainer_allowlist=(),
+                                 embedder_path=embedder_path(settings))
     src = ArtefactStore(settings.model_dir)
     active = src.active()
     if active is not None:
