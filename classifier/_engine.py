@@ -24,6 +24,7 @@ from ._ingest import LogText, from_text
 from ._precedence import Ordering, order
 from ._redact import redact
 from ._rules import Scanner
+from ._types import Line
 
 MAX_EVIDENCE = 8
 MAX_EVIDENCE_CHARS = 400
@@ -255,7 +256,7 @@ def _rule_incidents(ordering: Ordering, retrieval: PassScores | None, classifier
     return out
 
 
-def _first_fault_line(ex: Extract):
+def _first_fault_line(ex: Extract) -> Line | None:
     for line in ex.lines:
         if line.exception or line.level in ("ERROR", "FATAL", "CRITICAL"):
             return line
@@ -268,5 +269,4 @@ def _clip(text: str) -> str:
 
 
 def _with_timings(d: Diagnosis, timings: dict[str, float]) -> Diagnosis:
-    import dataclasses
     return dataclasses.replace(d, timings_ms={k: round(v, 2) for k, v in timings.items()})
