@@ -13,6 +13,9 @@ from servetriage._errors import CorpusError
 
 from ._types import ENGINES, TRIAGE_CLASSES, UNKNOWN, Category, Corpus, Incident, Signature
 
+# libyaml's safe loader reads the corpus about ten times faster than the pure-Python one.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 _REQUIRED = ("id", "category", "engines", "title", "symptom", "cause", "first_action", "fix_or_status",
              "class", "signatures", "examples", "sources")
 _OPTIONAL = ("section", "verify", "overlaps")
@@ -165,7 +168,7 @@ def _str_list(value: Any, where: str, key: str) -> list[str]:
 def _read_yaml(path: Path) -> Any:
     try:
         with open(path, encoding="utf-8") as fh:
-            return yaml.safe_load(fh)
+            return yaml.load(fh, Loader=_LOADER)  # noqa: S506 - a safe loader, the C one when built
     except OSError as exc:
         raise CorpusError(f"cannot read {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
