@@ -67,11 +67,6 @@ class Extract:
     versions: dict[str, str]
     total_lines: int
 
-    @property
-    def query_text(self) -> str:
-        """The salient lines' bodies, frames left out: what retrieval and the classifier see."""
-        return "\n".join(l.body for l in self.lines if not l.frame)
-
 
 def parse_prefix(raw: str) -> tuple[str, str | None, str | None, str | None]:
     """Peel engine prefixes off one line: (body, rank, timestamp key, level)."""

@@ -18,7 +18,7 @@ from servetriage._errors import ModelError
 from servetriage._settings import Settings
 from servetriage.corpus import Corpus
 
-from ._artefacts import ArtefactStore, Meta
+from ._artefacts import ArtefactStore
 from ._embed import Embedder, SentenceEmbedder
 from ._extract import Extract
 from ._features import document, query_lines

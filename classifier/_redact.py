@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Callable, Pattern
+from typing import Pattern
 
 MASK = "[REDACTED]"
 
@@ -75,7 +75,3 @@ def redact(text: str) -> str:
     for pattern in _patterns():
         text = pattern.sub(_mask_group, text)
     return _ASSIGNMENT.sub(lambda m: m.group(1) + MASK if m.group(2) != MASK else m.group(0), text)
-
-
-def redactor() -> Callable[[str], str]:
-    return redact

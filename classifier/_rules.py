@@ -83,6 +83,3 @@ class Scanner:
             hits.extend(Hit(r.incident, r.category, r.signature.pattern, r.signature.specificity, line, r.symptom)
                         for r in matched)
         return hits
-
-    def scan_lines(self, lines: list[str]) -> list[Hit]:
-        return self.scan("\n".join(lines))

@@ -4,11 +4,11 @@ Data lives in YAML files (`categories.yaml`, `incidents/*.yaml`); this package r
 """
 
 from ._check import Problem, check_corpus, corpus_stats
-from ._load import builtin_dir, default_corpus, incident_files, load_categories, load_corpus, parse_incident, parse_incidents
+from ._load import builtin_dir, incident_files, load_categories, load_corpus, parse_incident, parse_incidents
 from ._types import ENGINES, TRIAGE_CLASSES, UNKNOWN, Category, Corpus, Incident, Signature
 
 __all__ = [
     "Category", "Corpus", "ENGINES", "Incident", "Problem", "Signature", "TRIAGE_CLASSES", "UNKNOWN",
-    "builtin_dir", "check_corpus", "corpus_stats", "default_corpus", "incident_files", "load_categories",
+    "builtin_dir", "check_corpus", "corpus_stats", "incident_files", "load_categories",
     "load_corpus", "parse_incident", "parse_incidents",
 ]

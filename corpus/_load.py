@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
@@ -96,12 +95,6 @@ def load_precedence(categories: dict[str, Category], path: Path | None = None) -
         "kernel_faults": frozenset(kernel),
         "feature_code_paths": {c: tuple(v) for c, v in paths.items()},
     }
-
-
-@functools.lru_cache(maxsize=4)
-def default_corpus(extra_dirs: tuple[Path, ...] = ()) -> Corpus:
-    """An explicit cache: the corpus is read once per process and set of directories."""
-    return load_corpus(extra_dirs)
 
 
 def parse_incidents(data: Any, categories: dict[str, Category], origin: str) -> list[Incident]:

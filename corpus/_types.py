@@ -79,10 +79,6 @@ class Corpus:
         return (i for i in self.incidents if i.category == category)
 
     @property
-    def category_ids(self) -> tuple[str, ...]:
-        return tuple(self.categories)
-
-    @property
     def fingerprint(self) -> str:
         """A hash of everything a trained artefact depends on: change it and artefacts are stale."""
         h = hashlib.sha256()

@@ -145,7 +145,7 @@ class FeedbackFlow:
         value = str(((action.get("selected_option") or {}).get("value")) or "")
         try:
             category, incident = self._parse_choice(value)
-            result = self.store.correct(diagnosis_id, user, category, incident, source="button")
+            self.store.correct(diagnosis_id, user, category, incident, source="button")
         except FeedbackError as exc:
             ack()
             respond(text=f"⚠️ Not recorded: {exc}.", response_type="ephemeral", replace_original=False)
