@@ -18,7 +18,7 @@ import joblib
 
 from servetriage._errors import ModelError
 
-FORMAT = 2  # 2: incident centroids, fitted threshold, standalone exception lines
+FORMAT = 3  # 2: incident centroids, fitted threshold, exception lines; 3: seeded classifier
 
 
 @dataclasses.dataclass(frozen=True)

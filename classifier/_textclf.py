@@ -26,7 +26,7 @@ def build_pipeline(c: float = 0.5) -> Pipeline:
         ("chars", TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), min_df=2, sublinear_tf=True,
                                   lowercase=True, max_features=60000)),
     ])
-    return Pipeline([("features", features), ("clf", LinearSVC(C=c, class_weight="balanced"))])
+    return Pipeline([("features", features), ("clf", LinearSVC(C=c, class_weight="balanced", random_state=0))])
 
 
 class TextClassifier:
