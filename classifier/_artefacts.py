@@ -18,7 +18,8 @@ import joblib
 
 from servetriage._errors import ModelError
 
-FORMAT = 3  # 2: incident centroids, fitted threshold, exception lines; 3: seeded classifier
+FORMAT = 4  # 2: incident centroids, fitted threshold, exception lines; 3: seeded classifier;
+# 4: code-path attribution, the fault_lines feature, calibration on unseen and known variants
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,12 +15,15 @@ from typing import Protocol
 from servetriage._settings import Settings
 from servetriage.corpus import Corpus, Incident, load_corpus
 
+from ._codepath import attribute
 from ._earlier import earlier_fault
 from ._feature import feature_of
 from ._diagnosis import UNKNOWN, Candidate, Diagnosis, EvidenceLine, IncidentRef, Initiating, Symptom
 from ._extract import Extract, extract
+from ._features import has_fault
 from ._fuse import Calibrator, Fusion, PassScores, fuse
 from ._ingest import LogText, from_text
+from ._metrics import MetricsVerdict, assess
 from ._precedence import Ordering, order
 from ._redact import redact
 from ._rules import Scanner
@@ -117,7 +120,8 @@ class Engine:
         ex = extract(log.text)
         t1 = time.perf_counter()
         hits = self.scanner.scan(log.text)
-        ordering = order(hits)
+        hits += attribute(ex, self.corpus.code_paths, {h.line.no for h in hits}, self.symptom_roles)
+        ordering = order(hits, self.corpus.explains)
         t2 = time.perf_counter()
         timings["extract_ms"] = (t1 - t0) * 1000
         timings["rules_ms"] = (t2 - t1) * 1000
@@ -135,20 +139,24 @@ class Engine:
                 ordering = moved
         rule_incidents = _rule_incidents(ordering, learned.get("retrieval"), learned.get("classifier"))
         fusion = fuse(ordering, learned.get("retrieval"), learned.get("classifier"), self.calibrator,
-                      self.symptom_roles, rule_incidents)
-        fusion = self._feature_rule(ex, fusion)
+                      self.symptom_roles, rule_incidents, has_fault(ex))
+        fusion = self._feature_rule(ex, fusion, log.text)
+        figures = _figures(ex, ordering, log.text)
+        if figures is not None:
+            fusion = _apply_figures(fusion, figures)
+            learned = {**learned, "figures": PassScores({figures.category: figures.confidence})}
         if self._steer is not None and ex.lines and log.text.strip():
             fusion, extra = self._steer(log, ex, fusion)
             learned = {**learned, **extra}
-        diagnosis = self._build(log, ex, ordering, fusion, learned)
+        diagnosis = self._build(log, ex, ordering, fusion, learned, figures)
         timings["total_ms"] = (time.perf_counter() - t0) * 1000
         return _with_timings(diagnosis, timings)
 
-    def _feature_rule(self, ex: Extract, fusion: Fusion) -> Fusion:
+    def _feature_rule(self, ex: Extract, fusion: Fusion, text: str) -> Fusion:
         """A kernel fault inside a feature's code path is labelled by the feature (the spec's rule)."""
         if not fusion.ranking or fusion.ranking[0][0] not in self.corpus.kernel_faults:
             return fusion
-        feature = feature_of(ex, self.corpus.feature_code_paths)
+        feature = feature_of(ex, self.corpus.feature_code_paths, self.corpus.feature_markers, text)
         if feature is None:
             return fusion
         top = fusion.ranking[0][1]
@@ -156,7 +164,7 @@ class Engine:
         return dataclasses.replace(fusion, ranking=ranking)
 
     def _build(self, log: LogText, ex: Extract, ordering: Ordering, fusion: Fusion,
-               learned: dict[str, PassScores]) -> Diagnosis:
+               learned: dict[str, PassScores], figures: MetricsVerdict | None = None) -> Diagnosis:
         corpus = self.corpus
         ranking = list(fusion.ranking)
         category = ranking[0][0] if ranking else UNKNOWN
@@ -183,12 +191,18 @@ class Engine:
             initiating = Initiating(line=line.no, text=_clip(redact(line.text)), rank=line.rank, timestamp=line.timestamp)
             symptoms = tuple(Symptom(category=e.category, line=e.line_no, text=_clip(redact(e.best.line.text)),
                                      rank=e.best.line.rank) for e in ordering.symptoms)
+        elif figures is not None and category == figures.category and figures.lines:
+            no, text = figures.lines[0]
+            initiating = Initiating(line=no, text=_clip(redact(text)))
         elif category != UNKNOWN:
             first = _first_fault_line(ex)
             if first is not None:
                 initiating = Initiating(line=first.no, text=_clip(redact(first.text)), rank=first.rank,
                                         timestamp=first.timestamp)
         evidence = self._evidence(ex, ordering, category)
+        if figures is not None:
+            evidence = tuple(EvidenceLine(no, _clip(redact(text)), None, figures.category)
+                             for no, text in figures.lines) or evidence
         return Diagnosis(
             category=category, confidence=round(confidence, 4), incident=incident, top=top, evidence=evidence,
             initiating=initiating, symptoms=symptoms, engine=ex.engine, versions=ex.versions,
@@ -254,6 +268,21 @@ def _rule_incidents(ordering: Ordering, retrieval: PassScores | None, classifier
         else:
             out[e.category] = nearest.get(e.category) if nearest.get(e.category) in same else e.best.incident
     return out
+
+
+def _figures(ex: Extract, ordering: Ordering, text: str) -> MetricsVerdict | None:
+    """The log's own figures decide only a log in which nothing failed: no rule hit, no fault line."""
+    if ordering.events or _first_fault_line(ex) is not None:
+        return None
+    return assess(text)
+
+
+def _apply_figures(fusion: Fusion, figures: MetricsVerdict) -> Fusion:
+    if figures.category == UNKNOWN:  # an ordinary report: nothing to diagnose, whatever resembles it
+        return dataclasses.replace(fusion, confidence=0.0)
+    ranking = ((figures.category, figures.confidence),) + tuple(
+        (c, min(s, figures.confidence)) for c, s in fusion.ranking if c != figures.category)
+    return dataclasses.replace(fusion, ranking=ranking, confidence=figures.confidence)
 
 
 def _first_fault_line(ex: Extract) -> Line | None:

@@ -55,6 +55,9 @@ _ISO = re.compile(r"^(?:[-|] )?(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?
 _BODY_RANK = re.compile(r"\b(?:[Rr]ank|RANK)[ =:]?(\d+)\b|\bTP_?(\d+)\b")
 _EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|error)\b(?::|$)|^[a-z_][\w.]*\.[A-Z]\w*(?::|$)")
 
+_HEADER = "Traceback (most recent call last)"
+_FILE_LINE = re.compile(r'^\s*File "[^"]+", line \d+')
+
 _MONTHS = ("", "01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12")
 
 
@@ -208,7 +211,7 @@ def _assemble(text: str, picked: list[tuple[int, int, int]]) -> list[Line]:
         raw = text[start:end]
         body, rank, stamp, level = parse_prefix(raw)
         block += 1
-        if body.lstrip().startswith("Traceback (most recent call last)"):
+        if _HEADER in body:  # also "Scheduler hit an exception: Traceback (most recent call last):"
             unit = _traceback(text, no, end, rank, block)
             for line in unit:
                 seen.add(line.no)
@@ -216,8 +219,14 @@ def _assemble(text: str, picked: list[tuple[int, int, int]]) -> list[Line]:
             continue
         seen.add(no)
         body = body.strip()
+        exception = bool(_EXC_LINE.match(body))
+        if exception:  # a paste that starts inside a traceback: its frames sit just above
+            for frame in _frames_above(text, no, start, rank, block):
+                if frame.no not in seen:
+                    seen.add(frame.no)
+                    lines.append(frame)
         lines.append(Line(no=no, text=raw, body=body, rank=rank, timestamp=stamp, level=level, block=block,
-                          exception=bool(_EXC_LINE.match(body))))
+                          exception=exception))
     lines.sort(key=lambda l: l.no)
     return lines
 
@@ -228,7 +237,7 @@ def _traceback(text: str, no: int, end: int, rank: str | None, block: int) -> li
     body, _, stamp, level = parse_prefix(header_raw)
     unit = [Line(no=no, text=header_raw, body=body.strip(), rank=rank, timestamp=stamp, level=level, block=block)]
     pos, cur, frames, trailing = end + 1, no, 0, 0
-    scanned = 0
+    scanned, after_file = 0, False
     while pos < len(text) and scanned < 4000:
         nl = text.find("\n", pos)
         raw = text[pos: len(text) if nl < 0 else nl]
@@ -242,11 +251,15 @@ def _traceback(text: str, no: int, end: int, rank: str | None, block: int) -> li
             if trailing:
                 break
             continue
-        indented = b[:1] in (" ", "\t") or b.lstrip().startswith(("^", "~"))
+        is_file = bool(_FILE_LINE.match(b))
+        # Frames are indented, but pastes often lose the indent: a `File "…", line N, in f` line and
+        # the source line under it are frames either way.
+        indented = b[:1] in (" ", "\t") or b.lstrip().startswith(("^", "~")) or is_file or after_file
+        after_file = is_file
         if b.startswith(("During handling of the above exception", "The above exception was the direct cause")):
             unit.append(Line(no=cur, text=raw, body=b.strip(), rank=rank, timestamp=s, level=lv, block=block, frame=True))
             continue
-        if b.startswith("Traceback (most recent call last)"):
+        if b.startswith(_HEADER):
             unit.append(Line(no=cur, text=raw, body=b.strip(), rank=rank, timestamp=s, level=lv, block=block, frame=True))
             trailing = 0
             continue
@@ -265,6 +278,32 @@ def _traceback(text: str, no: int, end: int, rank: str | None, block: int) -> li
     if len(unit) > MAX_TRACEBACK_LINES:
         unit = unit[:10] + unit[-(MAX_TRACEBACK_LINES - 10):]
     return unit
+
+
+def _frames_above(text: str, no: int, start: int, rank: str | None, block: int) -> list[Line]:
+    """The frames right above an exception line whose traceback header was cut off (oldest first)."""
+    found: list[Line] = []
+    end = start - 1
+    cur = no
+    pending: Line | None = None  # a source line waits for its `File` line above it
+    while end > 0 and len(found) < MAX_TRACEBACK_LINES:
+        begin = text.rfind("\n", 0, end) + 1
+        raw = text[begin:end]
+        end, cur = begin - 1, cur - 1
+        b, r, s, lv = parse_prefix(raw)
+        if rank is not None and r is not None and r != rank:
+            continue
+        line = Line(no=cur, text=raw, body=b.strip(), rank=rank, timestamp=s, level=lv, block=block, frame=True)
+        if _FILE_LINE.match(b):
+            if pending is not None:
+                found.append(pending)
+            found.append(line)
+            pending = None
+            continue
+        if pending is not None or not b.strip():
+            break  # two non-frame lines in a row, or a gap: the traceback starts below
+        pending = line
+    return sorted(found, key=lambda l: l.no)
 
 
 _ENGINE_MARKERS = {

@@ -1,8 +1,9 @@
 """The spec's feature rule: a kernel fault raised inside a feature's code path is that feature's bug.
 
 A device-side assert or illegal memory access is where a grammar-mask or draft-model bug ends; the
-traceback's frames show whose code was running. `feature_code_paths` (corpus/precedence.yaml) names
-the path fragments of each feature.
+traceback's frames show whose code was running, and some features announce themselves in the lines
+they print while they work. `feature_code_paths` and `feature_markers` (corpus/precedence.yaml) name
+each feature's path fragments and marker phrases.
 """
 
 from __future__ import annotations
@@ -12,12 +13,22 @@ from typing import Mapping
 
 from ._extract import Extract
 
+MAX_MARKER_COUNT = 3
 _FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
 
 
-def feature_of(ex: Extract, code_paths: Mapping[str, tuple[str, ...]]) -> str | None:
-    """The feature whose code the log's tracebacks ran through (the one named by most frames)."""
+def feature_of(ex: Extract, code_paths: Mapping[str, tuple[str, ...]],
+               markers: Mapping[str, tuple[str, ...]] | None = None, text: str = "") -> str | None:
+    """The feature whose code the log ran through (the one named by most frames and marker lines).
+
+    Marker lines are not salient (a progress bar, a metrics line), so they are counted in the whole
+    `text`, each phrase at most `MAX_MARKER_COUNT` times.
+    """
     counts: dict[str, int] = {}
+    for feature, phrases in (markers or {}).items():
+        n = sum(min(text.count(p), MAX_MARKER_COUNT) for p in phrases)
+        if n:
+            counts[feature] = n
     for line in ex.lines:
         if not line.frame:
             continue

@@ -42,6 +42,12 @@ def query_lines(ex: Extract, k: int = QUERY_LINES) -> list[str]:
     return out
 
 
+def has_fault(ex: Extract) -> bool:
+    """Whether any line reports something wrong: an exception, an error level, or a fault word."""
+    return any(line.exception or line.level in ("ERROR", "FATAL", "CRITICAL")
+               or (not line.frame and _FAULTY.search(line.body)) for line in ex.lines)
+
+
 def document(ex: Extract, limit: int = 60) -> str:
     """The classifier's input: normalised salient lines, frames' file names kept as cues."""
     parts: list[str] = []

@@ -16,7 +16,7 @@ from ._precedence import Ordering
 
 UNKNOWN = "unknown"
 FEATURES = ("rule", "initiating", "symptom_role", "retrieval", "retrieval_top", "classifier", "classifier_top",
-            "healthy", "rules_fired")
+            "healthy", "rules_fired", "fault_lines")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,7 +32,7 @@ class PassScores:
 class Calibrator:
     """A logistic model over `FEATURES`; the defaults are a hand-set prior used until one is fitted."""
 
-    coef: tuple[float, ...] = (5.0, 1.0, -0.5, 2.0, 0.5, 3.0, 0.5, -2.0, 0.0)
+    coef: tuple[float, ...] = (5.0, 1.0, -0.5, 2.0, 0.5, 3.0, 0.5, -2.0, 0.0, 1.0)
     intercept: float = -3.0
     threshold: float = 0.35  # below it: `unknown`; fitted on the same held-out folds
 
@@ -57,7 +57,9 @@ def candidates(ordering: Ordering, retrieval: PassScores | None, classifier: Pas
 
 
 def features(category: str, ordering: Ordering, retrieval: PassScores | None, classifier: PassScores | None,
-             symptom_roles: frozenset[str]) -> list[float]:
+             symptom_roles: frozenset[str], faulty: bool = True) -> list[float]:
+    """`faulty`: the log has a line that reports something wrong (see `_features.has_fault`); a log
+    without one is most often a healthy start-up or a report, whatever it resembles."""
     r_top = max(retrieval.scores.items(), key=lambda kv: kv[1])[0] if retrieval and retrieval.scores else None
     known = {c: s for c, s in classifier.scores.items() if c != UNKNOWN} if classifier else {}
     c_top = max(known.items(), key=lambda kv: kv[1])[0] if known else None
@@ -71,12 +73,14 @@ def features(category: str, ordering: Ordering, retrieval: PassScores | None, cl
         1.0 if category == c_top else 0.0,
         classifier.scores.get(UNKNOWN, 0.0) if classifier else 0.0,
         1.0 if ordering.scores else 0.0,
+        1.0 if faulty else 0.0,
     ]
 
 
 def fuse(ordering: Ordering, retrieval: PassScores | None, classifier: PassScores | None,
-         calibrator: Calibrator, symptom_roles: frozenset[str], rule_incidents: Mapping[str, str]) -> Fusion:
-    ranked = sorted(((c, calibrator.prob(features(c, ordering, retrieval, classifier, symptom_roles)))
+         calibrator: Calibrator, symptom_roles: frozenset[str], rule_incidents: Mapping[str, str],
+         faulty: bool = True) -> Fusion:
+    ranked = sorted(((c, calibrator.prob(features(c, ordering, retrieval, classifier, symptom_roles, faulty)))
                      for c in candidates(ordering, retrieval, classifier)), key=lambda kv: -kv[1])
     ranked = _symptoms_after_fault(ranked, ordering, symptom_roles)
     incident_for: dict[str, str] = {}
@@ -90,10 +94,17 @@ def fuse(ordering: Ordering, retrieval: PassScores | None, classifier: PassScore
 
 def _symptoms_after_fault(ranked: list[tuple[str, float]], ordering: Ordering,
                           symptom_roles: frozenset[str]) -> list[tuple[str, float]]:
-    """A symptom category never outranks the initiating fault the rules found before it."""
+    """A symptom category never outranks the initiating fault the rules found before it; and when the
+    rules found only a symptom, a category with no line of its own in the log does not replace it
+    (an earlier fault the learned passes can point at has already become the initiating event)."""
     if not ranked or ordering.initiating is None:
         return ranked
     init = ordering.initiating.category
+    top = ranked[0][0]
+    if init in symptom_roles and top != init and top not in ordering.scores:
+        probs = dict(ranked)
+        if init in probs:
+            return [(init, max(probs[init], ranked[0][1]))] + [(c, p) for c, p in ranked if c != init]
     if ranked[0][0] in symptom_roles and init != ranked[0][0] and init not in symptom_roles:
         probs = dict(ranked)
         if init in probs:

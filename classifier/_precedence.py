@@ -8,6 +8,7 @@ specific signature beats a generic one, so an early vague line does not outrank 
 from __future__ import annotations
 
 import dataclasses
+from typing import Mapping
 
 from ._types import Hit
 
@@ -56,13 +57,18 @@ def _in_time_order(events: list[Event]) -> list[Event]:
     return sorted(events, key=lambda e: e.line_no)
 
 
-def order(hits: list[Hit]) -> Ordering:
+def order(hits: list[Hit], explains: Mapping[str, frozenset[str]] | None = None) -> Ordering:
+    """`explains`: category -> the categories whose earlier lines it accounts for (precedence.yaml)."""
     events = events_from_hits(hits)
     if not events:
         return Ordering(None, (), {}, ())
     faults = [e for e in events if not e.best.symptom] or events
     strongest = max(e.best.specificity for e in faults)
     initiating = next(e for e in faults if e.best.specificity >= strongest * GENERIC_RATIO)
+    if explains:
+        later = events[events.index(initiating) + 1:]
+        initiating = next((e for e in later if initiating.category in explains.get(e.category, ())
+                           and e.best.specificity >= strongest * GENERIC_RATIO), initiating)
     scores: dict[str, float] = {}
     for e in events:
         for h in e.hits:
@@ -71,7 +77,8 @@ def order(hits: list[Hit]) -> Ordering:
     start = events.index(initiating)
     symptoms: list[Event] = []
     seen = {initiating.category}
-    for e in events[start + 1:]:
+    explained = (explains or {}).get(initiating.category, frozenset())
+    for e in [e for e in events[:start] if e.category in explained] + list(events[start + 1:]):
         if e.category not in seen:
             seen.add(e.category)
             symptoms.append(e)

@@ -18,9 +18,10 @@ from sklearn.model_selection import GroupKFold
 from servetriage.corpus import Corpus
 
 from ._artefacts import FORMAT, ArtefactStore, Meta
+from ._codepath import attribute
 from ._embed import Embedder, normalize_line
 from ._extract import Extract, extract
-from ._features import QUERY_LINES, document, query_lines
+from ._features import QUERY_LINES, document, has_fault, query_lines
 from ._fuse import UNKNOWN, Calibrator, PassScores, candidates, features, fuse
 from ._precedence import order
 from ._retrieval import Entry, Index, stop_lines
@@ -28,6 +29,7 @@ from ._rules import Scanner
 from ._textclf import TextClassifier
 
 FOLDS = 4
+WRONG_ANSWER_COST = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,10 +133,13 @@ def train(corpus: Corpus, embedder: Embedder, store: ArtefactStore, extra: Seque
             qvec_rows.setdefault(i, []).append(row)
 
     progress("cross-validating and calibrating")
-    rows, labels, cv_preds = _cross_validate(corpus, prep, full_index, qvec_rows, owner)
+    rows, labels, cv_preds, known_preds = _cross_validate(corpus, prep, full_index, qvec_rows, owner)
     calibrator = _fit_calibrator(rows, labels)
-    calibrator = dataclasses.replace(calibrator, threshold=_fit_threshold(cv_preds, calibrator, corpus))
+    calibrator = dataclasses.replace(calibrator, threshold=_fit_threshold(cv_preds + known_preds, calibrator, corpus))
     cv = _cv_metrics(cv_preds, calibrator, corpus)
+    known_cv = _cv_metrics(known_preds, calibrator, corpus)
+    if known_cv:
+        cv["cv_top1_fused_known"] = known_cv["cv_top1_fused"]
 
     progress("fitting the final classifier")
     clf = _fit_classifier([p for p in prep if p.example.category], sig_entries)
@@ -154,10 +159,12 @@ def _cross_validate(corpus: Corpus, prep: list[_Prepared], full_index: Index, qv
     n_folds = min(FOLDS, len(set(groups)))
     rows: list[list[float]] = []
     labels: list[int] = []
-    cv_preds: list[tuple[str, object, PassScores, PassScores]] = []
+    cv_preds: list[tuple[str, object, PassScores, PassScores, bool]] = []
+    known_preds: list[tuple[str, object, PassScores, PassScores, bool]] = []
     symptom_roles = frozenset(c for c, cat in corpus.categories.items() if cat.symptom)
     if n_folds < 2:
-        return rows, labels, cv_preds
+        return rows, labels, cv_preds, known_preds
+    known = Scanner(corpus)
     entry_incident = [e.incident for e in full_index.entries]
     for train_idx, test_idx in GroupKFold(n_splits=n_folds).split(prep, groups=groups):
         held = {groups[i] for i in test_idx}
@@ -170,14 +177,21 @@ def _cross_validate(corpus: Corpus, prep: list[_Prepared], full_index: Index, qv
         clf_scores = classifier_scores(clf, test_docs)
         for i, cs in zip(test_idx, clf_scores):
             p = prep[i]
-            ordering = order(scanner.scan(p.example.text))
             qv = full_index.vectors[qvec_rows.get(i, [])]
             rs = retrieval_scores(index, qv)
-            cv_preds.append((p.example.category, ordering, rs, cs))
-            for c in candidates(ordering, rs, cs):
-                rows.append(features(c, ordering, rs, cs, symptom_roles))
-                labels.append(int(c == p.example.category))
-    return rows, labels, cv_preds
+            faulty = has_fault(p.ex)
+            # Two situations the engine meets: a variant no rule knows (the fold's scanner) and a known
+            # failure whose signature fires (the whole corpus's); the learned passes are held out in
+            # both. Calibrating on the first alone teaches the calibrator that rule hits are noise.
+            for regime, rules in (("unseen", scanner), ("known", known)):
+                hits = rules.scan(p.example.text)
+                derived = attribute(p.ex, corpus.code_paths, {h.line.no for h in hits}, symptom_roles)
+                ordering = order(hits + derived, corpus.explains)
+                (cv_preds if regime == "unseen" else known_preds).append((p.example.category, ordering, rs, cs, faulty))
+                for c in candidates(ordering, rs, cs):
+                    rows.append(features(c, ordering, rs, cs, symptom_roles, faulty))
+                    labels.append(int(c == p.example.category))
+    return rows, labels, cv_preds, known_preds
 
 
 def _fit_calibrator(rows: list[list[float]], labels: list[int]) -> Calibrator:
@@ -189,16 +203,19 @@ def _fit_calibrator(rows: list[list[float]], labels: list[int]) -> Calibrator:
 
 
 def _fit_threshold(cv_preds, calibrator: Calibrator, corpus: Corpus) -> float:
-    """The confidence floor that answers most held-out examples right, `unknown` ones included."""
+    """The confidence floor that answers most held-out examples right, `unknown` ones included, where a
+    wrong answer also costs `WRONG_ANSWER_COST` of a right one: on call, a confident wrong cause sends
+    people down the wrong path, while "unknown, might be …" only costs them the reading."""
     if not cv_preds:
         return calibrator.threshold
     symptom_roles = frozenset(c for c, cat in corpus.categories.items() if cat.symptom)
     tops = []
-    for label, ordering, rs, cs in cv_preds:
-        fusion = fuse(ordering, rs, cs, calibrator, symptom_roles, {})
+    for label, ordering, rs, cs, faulty in cv_preds:
+        fusion = fuse(ordering, rs, cs, calibrator, symptom_roles, {}, faulty)
         tops.append((label, fusion.ranking[0][0] if fusion.ranking else UNKNOWN, fusion.confidence))
     grid = [t / 100 for t in range(15, 71, 5)]
-    right = {t: sum((top if conf >= t else UNKNOWN) == label for label, top, conf in tops) for t in grid}
+    right = {t: sum((top if conf >= t else UNKNOWN) == label for label, top, conf in tops)
+             - WRONG_ANSWER_COST * sum(conf >= t and top != label for label, top, conf in tops) for t in grid}
     # Every threshold within half a percent of the best is as good on these folds: take the middle
     # of that plateau rather than an edge, so the choice does not hang on a handful of examples.
     best = max(right.values())
@@ -212,11 +229,11 @@ def _cv_metrics(cv_preds, calibrator: Calibrator, corpus: Corpus) -> dict[str, f
     threshold = calibrator.threshold
     symptom_roles = frozenset(c for c, cat in corpus.categories.items() if cat.symptom)
     hits = {"rules": 0, "retrieval": 0, "classifier": 0, "fused": 0}
-    for label, ordering, rs, cs in cv_preds:
+    for label, ordering, rs, cs, faulty in cv_preds:
         rule_top = ordering.initiating.category if ordering.initiating else UNKNOWN
         ret_top = max(rs.scores.items(), key=lambda kv: kv[1])[0] if rs.scores else UNKNOWN
         clf_top = max(cs.scores.items(), key=lambda kv: kv[1])[0] if cs.scores else UNKNOWN
-        fusion = fuse(ordering, rs, cs, calibrator, symptom_roles, {})
+        fusion = fuse(ordering, rs, cs, calibrator, symptom_roles, {}, faulty)
         fused_top = fusion.ranking[0][0] if fusion.ranking and fusion.confidence >= threshold else UNKNOWN
         for name, top in (("rules", rule_top), ("retrieval", ret_top), ("classifier", clf_top), ("fused", fused_top)):
             hits[name] += int(top == label)

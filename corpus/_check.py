@@ -56,8 +56,9 @@ def check_corpus(corpus: Corpus, adversarial: bool = True) -> list[Problem]:
                     add(inc, f"regex {sig.pattern!r} does not compile under RE2 ({_msg(exc)})")
                     continue
                 compiled[sig.pattern] = rx
-                if not any(rx.search(ex) for ex in inc.examples):
-                    add(inc, f"regex {sig.pattern!r} matches none of its own examples")
+                if not any(rx.search(line) for ex in inc.examples for line in ex.splitlines()):
+                    add(inc, f"regex {sig.pattern!r} matches no single line of its own examples "
+                             "(the rule pass reads one line at a time)")
                 if adversarial:
                     slow = _adversarial_seconds(rx, sig.pattern)
                     if slow > 1.0:
@@ -65,8 +66,8 @@ def check_corpus(corpus: Corpus, adversarial: bool = True) -> list[Problem]:
             else:
                 if len(sig.pattern) < MIN_LITERAL:
                     add(inc, f"literal {sig.pattern!r} is shorter than {MIN_LITERAL} characters (too generic)")
-                if not any(sig.pattern in ex for ex in inc.examples):
-                    add(inc, f"literal {sig.pattern!r} appears in none of its own examples")
+                if not any(sig.pattern in line for ex in inc.examples for line in ex.splitlines()):
+                    add(inc, f"literal {sig.pattern!r} appears in no single line of its own examples")
         if not inc.sources:
             add(inc, "has no source")
 

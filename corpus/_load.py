@@ -10,7 +10,7 @@ import yaml
 
 from servetriage._errors import CorpusError
 
-from ._types import ENGINES, TRIAGE_CLASSES, UNKNOWN, Category, Corpus, Incident, Signature
+from ._types import ENGINES, TRIAGE_CLASSES, UNKNOWN, Category, CodePath, Corpus, Incident, Signature
 
 # libyaml's safe loader reads the corpus about ten times faster than the pure-Python one.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -77,7 +77,8 @@ def load_corpus(extra_dirs: Iterable[Path] = (), categories_path: Path | None = 
 
 
 def load_precedence(categories: dict[str, Category], path: Path | None = None) -> dict[str, Any]:
-    """precedence.yaml: downstream categories (plus the spec's symptoms), kernel faults, feature code paths."""
+    """precedence.yaml: downstream categories (plus the spec's symptoms), kernel faults, feature code paths
+    and markers, and the code paths that attribute an unnamed exception."""
     path = path or builtin_dir() / "precedence.yaml"
     data = (_read_yaml(path) or {}) if path.is_file() else {}
     if not isinstance(data, dict):
@@ -85,16 +86,50 @@ def load_precedence(categories: dict[str, Category], path: Path | None = None) -
     downstream = data.get("downstream") or []
     kernel = data.get("kernel_faults") or []
     paths = data.get("feature_code_paths") or {}
-    for name, ids in (("downstream", downstream), ("kernel_faults", kernel), ("feature_code_paths", list(paths))):
+    markers = data.get("feature_markers") or {}
+    explains = data.get("explains") or {}
+    if not isinstance(explains, dict) or not all(_is_str_list(v) and all(c in categories for c in v)
+                                                 for v in explains.values()):
+        raise CorpusError(f"{path}: 'explains' must map a category id to a list of category ids")
+    if not isinstance(paths, dict) or not isinstance(markers, dict):
+        raise CorpusError(f"{path}: 'feature_code_paths' and 'feature_markers' must be mappings")
+    for name, ids in (("downstream", downstream), ("kernel_faults", kernel), ("feature_code_paths", list(paths)),
+                      ("feature_markers", list(markers)), ("explains", list(explains))):
         if not isinstance(ids, list) or any(c not in categories for c in ids):
             raise CorpusError(f"{path}: '{name}' must name category ids from the spec")
-    if not all(isinstance(v, list) and all(isinstance(x, str) and x for x in v) for v in paths.values()):
-        raise CorpusError(f"{path}: each feature's code paths must be a list of strings")
+    for name, table in (("feature_code_paths", paths), ("feature_markers", markers)):
+        if not all(_is_str_list(v) for v in table.values()):
+            raise CorpusError(f"{path}: each entry of '{name}' must be a list of non-empty strings")
     return {
         "downstream": frozenset(c for c, cat in categories.items() if cat.symptom) | frozenset(downstream),
         "kernel_faults": frozenset(kernel),
         "feature_code_paths": {c: tuple(v) for c, v in paths.items()},
+        "feature_markers": {c: tuple(v) for c, v in markers.items()},
+        "code_paths": _code_paths(data.get("code_paths") or [], categories, path),
+        "explains": {c: frozenset(v) for c, v in explains.items()},
     }
+
+
+def _is_str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) and x for x in value)
+
+
+def _code_paths(entries: Any, categories: dict[str, Category], path: Path) -> tuple[CodePath, ...]:
+    if not isinstance(entries, list):
+        raise CorpusError(f"{path}: 'code_paths' must be a list")
+    out = []
+    for n, entry in enumerate(entries):
+        where = f"{path}: code_paths[{n}]"
+        if not isinstance(entry, dict) or set(entry) - {"category", "frames", "exceptions"}:
+            raise CorpusError(f"{where}: expected a mapping with category, frames and optional exceptions")
+        if entry.get("category") not in categories or entry["category"] == UNKNOWN:
+            raise CorpusError(f"{where}: unknown category {entry.get('category')!r}")
+        if not _is_str_list(entry.get("frames")) or not entry["frames"]:
+            raise CorpusError(f"{where}: frames must be a non-empty list of strings")
+        if "exceptions" in entry and not _is_str_list(entry["exceptions"]):
+            raise CorpusError(f"{where}: exceptions must be a list of exception type names")
+        out.append(CodePath(entry["category"], tuple(entry["frames"]), tuple(entry.get("exceptions") or ())))
+    return tuple(out)
 
 
 def parse_incidents(data: Any, categories: dict[str, Category], origin: str) -> list[Incident]:

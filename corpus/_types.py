@@ -38,6 +38,15 @@ class Signature:
 
 
 @dataclasses.dataclass(frozen=True)
+class CodePath:
+    """precedence.yaml: frames whose code, when it raises an exception no signature names, names a category."""
+
+    category: str
+    frames: tuple[str, ...]           # fragments of "path in function", matched case-insensitively
+    exceptions: tuple[str, ...] = ()  # exception type names this entry is limited to (empty: any)
+
+
+@dataclasses.dataclass(frozen=True)
 class Incident:
     id: str
     category: str
@@ -68,6 +77,9 @@ class Corpus:
     downstream: frozenset[str] = frozenset()  # precedence.yaml: categories that usually follow a fault
     kernel_faults: frozenset[str] = frozenset()  # precedence.yaml: where a feature's kernel bug ends
     feature_code_paths: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    feature_markers: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    code_paths: tuple[CodePath, ...] = ()
+    explains: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)  # later fault -> earlier symptoms
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_id", {i.id: i for i in self.incidents})
@@ -91,4 +103,6 @@ class Corpus:
                 h.update(f"{sig.regex}:{sig.pattern}".encode())
             for ex in inc.examples:
                 h.update(ex.encode())
+        h.update(json.dumps([dataclasses.asdict(c) for c in self.code_paths], sort_keys=True).encode())
+        h.update(json.dumps({c: sorted(v) for c, v in self.explains.items()}, sort_keys=True).encode())
         return h.hexdigest()[:16]

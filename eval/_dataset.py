@@ -16,6 +16,7 @@ class Case:
     category: str
     surface: str | None = None
     engine: str | None = None
+    source: str | None = None  # the public thread the log came from
 
 
 def load_cases(directory: Path | str) -> list[Case]:
@@ -31,7 +32,8 @@ def load_cases(directory: Path | str) -> list[Case]:
             try:
                 row = json.loads(raw)
                 case = Case(id=str(row["id"]), file=directory / row["file"], category=str(row["category"]),
-                            surface=row.get("surface"), engine=row.get("engine"))
+                            surface=row.get("surface"), engine=row.get("engine"),
+                            source=row.get("source"))
             except (json.JSONDecodeError, KeyError, TypeError) as exc:
                 raise InputError(f"{labels}:{n}: malformed label line ({type(exc).__name__})") from None
             if not case.file.is_file():

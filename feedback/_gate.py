@@ -2,9 +2,11 @@
 
 The set is a fixed, category-balanced sample of corpus examples (what the model must keep knowing)
 plus the confirmed feedback examples held out of training (what on-call said the bot got right).
-Both models answer through the real `Engine` (the same code path as the bot), so the gate measures
-exactly what on-call would see. The active model's answers are cached per version and gate set, so
-a retrain pays only for the candidate's.
+Both models answer through the real `Engine` (the same code path as the bot). Feedback cases are
+scored on the answer on-call would see; corpus cases on the classifier's own first answer, because
+every corpus example carries its own incident's signature: scored on the fused answer, the sample
+would measure the rules (which a retrain never changes) and let a broken classifier through. The active model's
+answers are cached per version and gate set, so a retrain pays only for the candidate's.
 """
 
 from __future__ import annotations
@@ -54,14 +56,14 @@ def gate_hash(cases: Sequence[GateCase]) -> str:
     return h.hexdigest()[:16]
 
 
-Predict = Callable[[str], str]   # a log's text -> the category the model answers
+Predict = Callable[["GateCase"], str]   # a gate case -> the category the model answers
 
 
 class Gate:
     """Scores models on gate cases; answers are cached per (model version, log) for the active model."""
 
     def __init__(self, cache_size: int = 20000) -> None:
-        self._answers: OrderedDict[tuple[str, str, object], str] = OrderedDict()
+        self._answers: OrderedDict[tuple[str, str, str, object], str] = OrderedDict()
         self._size = cache_size
 
     def score(self, version: str, predict: Predict, cases: Sequence[GateCase], cache: bool = True,
@@ -69,11 +71,11 @@ class Gate:
         """`context(text)`: whatever else the answer depends on (the memory's verdict), part of the key."""
         preds = []
         for c in cases:
-            key = (version, hashlib.blake2b(c.text.encode("utf-8", "replace"), digest_size=16).hexdigest(),
+            key = (version, c.part, hashlib.blake2b(c.text.encode("utf-8", "replace"), digest_size=16).hexdigest(),
                    context(c.text))
             ans = self._answers.get(key) if cache else None
             if ans is None:
-                ans = predict(c.text)
+                ans = predict(c)
                 if cache:
                     self._answers[key] = ans
                     while len(self._answers) > self._size:

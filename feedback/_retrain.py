@@ -41,7 +41,7 @@ from ._handle import ModelHandle
 from ._store import FeedbackExample, FeedbackStore
 
 if TYPE_CHECKING:
-    from servetriage.classifier import TrainingExample
+    from servetriage.classifier import Engine, TrainingExample
 
 log = logging.getLogger(__name__)
 
@@ -159,9 +159,10 @@ class Retrainer:
         path), so that the first retrain pays only for its candidate."""
         if not self.handle.learning:
             return
-        engine, version = self.handle.engine, self.handle.version
+        model = self.handle.model
+        predict = self._predictor(self.handle.engine_for(model))
         with faiss_single_thread():
-            self.gate.score(version, lambda t: engine.diagnose_text(t).category, self._gate_cases(self.store.examples()),
+            self.gate.score(model.meta.version, predict, self._gate_cases(self.store.examples()),
                             context=self.handle.memory_key)
 
     # -- one cycle ---------------------------------------------------------------------------------
@@ -226,11 +227,10 @@ class Retrainer:
         active_engine = self.handle.engine_for(parent) if self.handle.version != parent.meta.version \
             else self.handle.engine
         cand_engine = self.handle.engine_for(candidate)
+        active, cand = self._predictor(active_engine), self._predictor(cand_engine)
         with faiss_single_thread():
-            g_active = self.gate.score(parent.meta.version, lambda t: active_engine.diagnose_text(t).category, cases,
-                                       context=self.handle.memory_key)
-            g_cand = self.gate.score(version, lambda t: cand_engine.diagnose_text(t).category, cases,
-                                     context=self.handle.memory_key)
+            g_active = self.gate.score(parent.meta.version, active, cases, context=self.handle.memory_key)
+            g_cand = self.gate.score(version, cand, cases, context=self.handle.memory_key)
         gate = {"set": gate_hash(cases), "active": g_active, "candidate": g_cand, "how": how,
                 "stale_examples": len(stale), "seconds": round(time.perf_counter() - t2, 3)}
         no_worse = g_cand["correct"] >= g_active["correct"]
@@ -258,6 +258,16 @@ class Retrainer:
             log.warning("pruning old model versions failed: %s", exc)
         return RetrainResult(state, version, parent.meta.version, reason, time.perf_counter() - t0, retrain_s, gate,
                              len(extra))
+
+    @staticmethod
+    def _predictor(engine: "Engine") -> Callable[[GateCase], str]:
+        """Feedback cases: the answer on-call would see. Corpus cases: the classifier's own first answer
+        (see `_gate`): the rules answer every corpus example, and a retrain never changes them."""
+        def predict(case: GateCase) -> str:
+            d = engine.diagnose_text(case.text)
+            votes = d.passes.get("classifier") if case.part == "corpus" else None
+            return max(votes, key=votes.__getitem__) if votes else d.category
+        return predict
 
     def _gate_cases(self, feedback: Sequence[FeedbackExample]) -> list[GateCase]:
         if self._corpus_cases is None:

@@ -67,3 +67,18 @@ def test_log_viewer_bullets_and_iso_stamps_keep_tracebacks_whole():
     lines = extract(text).lines
     assert [l.frame for l in lines] == [False, True, True, False]
     assert lines[-1].exception and lines[-1].timestamp == "06-22 20:17:30.188"
+
+
+def test_frames_without_indent_or_header_are_still_frames():
+    from servetriage.classifier import extract
+    log = ('  File "/x/vllm/worker/model_runner.py", line 717, in execute_model\n'
+           "    model_executable = self.graph_runners[graph_batch_size]\n"
+           "KeyError: 8\n"
+           "\n"
+           "Engine loop: Traceback (most recent call last):\n"
+           'File "/x/lark/lexer.py", line 598, in next_token\n'
+           "raise UnexpectedCharacters(text, pos)\n"
+           "lark.exceptions.UnexpectedCharacters: No terminal matches '1'\n")
+    lines = {l.no: l for l in extract(log).lines}
+    assert lines[1].frame and lines[2].frame and lines[3].exception
+    assert lines[6].frame and lines[7].frame and lines[8].exception and not lines[6].exception

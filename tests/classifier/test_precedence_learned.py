@@ -56,3 +56,50 @@ def test_shipped_precedence_data_loads():
     assert "shutdown" in corpus.downstream and "worker-dead" in corpus.downstream
     assert corpus.kernel_faults == frozenset({"illegal-memory-access"})
     assert set(corpus.feature_code_paths) == {"structured-output", "speculative-decoding"}
+    assert set(corpus.feature_markers) <= set(corpus.feature_code_paths)
+    assert {c.category for c in corpus.code_paths} >= {"radix-cache-state", "engine-hang", "health-check"}
+
+
+def test_feature_marker_lines_count_like_frames(settings, mini_corpus):
+    """outlines prints its FSM compile progress; a device-side assert after it is the grammar's bug."""
+    import dataclasses
+    corpus = dataclasses.replace(mini_corpus, kernel_faults=frozenset({"illegal-memory-access"}),
+                                 feature_code_paths={"structured-output": ("xgrammar",)},
+                                 feature_markers={"structured-output": ("Compiling FSM index",)})
+    log = ("Compiling FSM index for all state transitions: 100%|##########| 5/5 [00:00<00:00, 9.1it/s]\n"
+           "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    assert Engine(settings, corpus=corpus).diagnose_text(log).category == "structured-output"
+    assert Engine(settings, corpus=corpus).diagnose_text(log.splitlines()[1]).category == "illegal-memory-access"
+
+
+class HangPass:
+    """A learned pass convinced the log is a hang, with no line of the log saying so."""
+
+    name = "classifier"
+
+    def score(self, ex):
+        return PassScores({"engine-hang": 0.9, "worker-dead": 0.05, "unknown": 0.05})
+
+
+def test_a_category_with_no_line_of_its_own_does_not_replace_the_rules_symptom(settings, mini_corpus):
+    line = "ERROR 01-02 03:04:07 [async_llm.py:1] vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue."
+    d = Engine(settings, corpus=mini_corpus, passes=(HangPass(),), calibrator=Calibrator()).diagnose_text(line)
+    assert d.category == "worker-dead"
+    assert [c.category for c in d.top][:2] == ["worker-dead", "engine-hang"]
+
+
+def test_a_late_collective_timeout_explains_the_stall_before_it(settings):
+    from servetriage.corpus import load_corpus
+    corpus = load_corpus()
+    assert "engine-hang" in corpus.explains["distributed-comm"]
+    stall = ("INFO 05-06 07:00:0{n} metrics.py:400] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: "
+             "0.0 tokens/s, Running: 6 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 3.1%, CPU KV cache usage: 0.0%\n")
+    log = (stall.format(n=1) + stall.format(n=6)
+           + "[rank3]:[E506 07:10:02.123456 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation "
+             "timeout: WorkNCCL(SeqNum=9912, OpType=ALLREDUCE, NumelIn=8192, NumelOut=8192, Timeout(ms)=600000) ran "
+             "for 600011 milliseconds before timing out.\n")
+    d = Engine(settings, corpus=corpus).diagnose_text(log)
+    assert d.category == "distributed-comm" and d.initiating.line == 3
+    assert "engine-hang" in [s.category for s in d.symptoms]
+    alone = Engine(settings, corpus=corpus).diagnose_text(stall.format(n=1) + stall.format(n=6))
+    assert alone.category == "engine-hang"

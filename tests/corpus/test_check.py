@@ -61,7 +61,7 @@ def test_regex_that_re2_refuses():
 
 
 def test_literal_not_in_own_examples():
-    assert any("none of its own examples" in m for m in problems(sig='"Something else entirely here"'))
+    assert any("no single line of its own examples" in m for m in problems(sig='"Something else entirely here"'))
 
 
 def test_short_literal_is_too_generic():
@@ -76,3 +76,8 @@ def test_example_matched_by_another_categorys_signature():
 def test_adversarial_line_runs_in_linear_time():
     corpus = corpus_of(BASE.format(section="3.2", sig="{regex: '(a+)+$'}", example="aaaa"))
     assert check_corpus(corpus, adversarial=True) == []  # RE2 has no catastrophic backtracking
+
+
+def test_regex_spanning_lines_is_refused_because_rules_read_one_line_at_a_time():
+    found = problems(sig="{regex: '(?s)CUDA out.{0,40}allocate'}", example="CUDA out of memory.\\nTried to allocate")
+    assert any("no single line" in m for m in found)

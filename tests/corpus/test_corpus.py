@@ -77,3 +77,28 @@ def test_extra_directory_is_picked_up_without_code(tmp_path):
         "    examples: ['ValueError: WidgetConfig rejected the frobnicate flag']\n    sources: [seed:000]\n")
     corpus = load_corpus([tmp_path])
     assert corpus.incident("local-widget-crash").category == "invalid-config"
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("code_paths: [{category: no-such-thing, frames: [x]}]", "unknown category"),
+    ("code_paths: [{category: gpu-oom, frames: []}]", "frames"),
+    ("code_paths: [{category: gpu-oom, frames: [x], exceptions: KeyError}]", "exceptions"),
+    ("code_paths: [{category: gpu-oom, frames: [x], when: always}]", "expected a mapping"),
+    ("explains: {distributed-comm: [no-such-thing]}", "explains"),
+    ("feature_markers: {structured-output: [1, 2]}", "feature_markers"),
+])
+def test_bad_precedence_data_is_refused_with_its_place(tmp_path, text, fragment):
+    from servetriage._errors import CorpusError
+    from servetriage.corpus import load_categories, load_precedence
+    path = tmp_path / "precedence.yaml"
+    path.write_text(text + "\n")
+    with pytest.raises(CorpusError, match=fragment):
+        load_precedence(load_categories(), path)
+
+
+def test_precedence_data_is_part_of_the_fingerprint():
+    import dataclasses
+    from servetriage.corpus import CodePath, load_corpus
+    corpus = load_corpus()
+    moved = dataclasses.replace(corpus, code_paths=corpus.code_paths + (CodePath("gpu-oom", ("alloc",)),))
+    assert moved.fingerprint != corpus.fingerprint

@@ -1,0 +1,78 @@
+"""Code-path attribution: an exception no signature names is read by whose code raised it.
+
+A new assertion or a bare `KeyError: 8` carries no wording a rule could know, but its traceback says
+where it was raised: a KeyError inside the radix cache's lock bookkeeping is a prefix-cache bug, an
+asyncio TimeoutError inside vLLM's engine loop is a stalled iteration. `code_paths`
+(corpus/precedence.yaml) maps fragments of "file in function" to categories; the innermost matching
+frame of a traceback names its exception's category, as a weak rule hit that any real signature
+outranks.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from servetriage.corpus import CodePath
+
+from ._extract import Extract
+from ._types import Hit, Line
+
+SPECIFICITY = 0.5  # a real signature of 30+ characters outranks an attribution (order's GENERIC_RATIO)
+
+_FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
+_EXC_TYPE = re.compile(r"^([A-Za-z_][\w.]*)")
+_SIGNALS = frozenset({"KeyboardInterrupt", "SystemExit", "CancelledError", "GeneratorExit"})
+
+
+def attribute(ex: Extract, code_paths: Iterable[CodePath], named: Iterable[int] = (),
+              symptoms: frozenset[str] = frozenset()) -> list[Hit]:
+    """A hit for each traceback exception that no rule named (`named`: line numbers rules hit)."""
+    paths = tuple(code_paths)
+    if not paths:
+        return []
+    named_lines = set(named)
+    hits: list[Hit] = []
+    frames: list[str] = []
+    block = None
+    for line in ex.lines:
+        if line.block != block:
+            frames, block = [], line.block
+        if line.frame:
+            m = _FRAME.search(line.body)
+            if m:
+                frames.append(f"{m.group(1)} in {m.group(2)}".lower())
+            elif line.body.startswith("Traceback"):
+                frames = []  # a chained traceback starts afresh
+            continue
+        if line.exception and frames:
+            if line.no not in named_lines:
+                found = _innermost(frames, _exception_type(line), paths)
+                if found is not None:
+                    category, fragment = found
+                    hits.append(_hit(line, category, fragment, category in symptoms))
+            frames = []
+    return hits
+
+
+def _exception_type(line: Line) -> str:
+    m = _EXC_TYPE.match(line.body)
+    return m.group(1).rsplit(".", 1)[-1] if m else ""
+
+
+def _innermost(frames: list[str], exc_type: str, paths: tuple[CodePath, ...]) -> tuple[str, str] | None:
+    if exc_type in _SIGNALS:
+        return None
+    for where in reversed(frames):  # Python prints the innermost frame last
+        for entry in paths:
+            if entry.exceptions and exc_type not in entry.exceptions:
+                continue
+            for fragment in entry.frames:
+                if fragment.lower() in where:
+                    return entry.category, fragment
+    return None
+
+
+def _hit(line: Line, category: str, fragment: str, symptom: bool) -> Hit:
+    return Hit(incident="", category=category, pattern=f"code path: {fragment}", specificity=SPECIFICITY,
+               line=line, symptom=symptom)

@@ -1,0 +1,76 @@
+"""Code-path attribution: an exception no signature names takes the category of the code that raised it."""
+
+import dataclasses
+
+import pytest
+
+from servetriage.classifier import Engine
+from servetriage.corpus import CodePath, load_corpus
+
+PATHS = (
+    CodePath("engine-hang", ("in run_engine_loop",), ("TimeoutError",)),
+    CodePath("radix-cache-state", ("radix_cache",)),
+    CodePath("speculative-decoding", ("spec_decode/",)),
+)
+
+RADIX = (
+    "[2025-04-14 10:01:02 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+    'File "/opt/sglang/python/sglang/srt/managers/scheduler.py", line 1200, in get_new_batch_prefill\n'
+    "self.tree_cache.flush_pending()\n"
+    'File "/opt/sglang/python/sglang/srt/mem_cache/hiradix_cache.py", line 160, in flush_pending\n'
+    "self.release(self.pending[key])\n"
+    "KeyError: 91\n"
+)
+
+
+@pytest.fixture
+def corpus(mini_corpus):
+    return dataclasses.replace(mini_corpus, code_paths=PATHS)
+
+
+def test_unnamed_exception_takes_the_category_of_its_innermost_frame(settings, corpus):
+    # the header sits mid-line and the frames lost their indent, as pasted logs often do
+    d = Engine(settings, corpus=corpus).diagnose_text(RADIX)
+    assert d.category == "radix-cache-state"
+    assert d.initiating.line == 6 and d.initiating.text == "KeyError: 91"
+    assert d.passes["rules"] == {"radix-cache-state": 0.5}
+
+
+def test_the_innermost_matching_frame_wins(settings, corpus):
+    outer = ('  File "/usr/lib/python3/dist-packages/vllm/spec_decode/spec_decode_worker.py", line 388, in step\n'
+             "    self.cache.release()\n")
+    log = RADIX.replace("Scheduler hit an exception: Traceback (most recent call last):\n",
+                        "Traceback (most recent call last):\n" + outer)
+    assert Engine(settings, corpus=corpus).diagnose_text(log).category == "radix-cache-state"
+
+
+def test_a_paste_that_starts_inside_the_traceback_still_reads_its_frames(settings, corpus):
+    headless = "\n".join(RADIX.splitlines()[1:]) + "\n"
+    d = Engine(settings, corpus=corpus).diagnose_text(headless)
+    assert d.category == "radix-cache-state" and d.initiating.line == 5
+
+
+def test_a_signature_on_the_exception_line_beats_the_code_path(settings, corpus):
+    log = RADIX.replace("KeyError: 91", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert Engine(settings, corpus=corpus).diagnose_text(log).category == "gpu-oom"
+
+
+def test_exception_types_limit_an_entry(settings, corpus):
+    loop = ("Traceback (most recent call last):\n"
+            '  File "/usr/lib/python3/dist-packages/vllm/engine/async_llm_engine.py", line 630, in run_engine_loop\n'
+            "    done, _ = await asyncio.wait(requests_in_progress, timeout=ENGINE_ITERATION_TIMEOUT_S)\n"
+            "{exc}\n")
+    engine = Engine(settings, corpus=corpus)
+    assert engine.diagnose_text(loop.format(exc="asyncio.exceptions.TimeoutError")).category == "engine-hang"
+    assert engine.diagnose_text(loop.format(exc="ValueError: bad request id")).category == "unknown"
+
+
+def test_signals_are_never_attributed(settings, corpus):
+    log = RADIX.replace("KeyError: 91", "KeyboardInterrupt")
+    assert "radix-cache-state" not in Engine(settings, corpus=corpus).diagnose_text(log).passes["rules"]
+
+
+def test_shipped_code_paths_name_real_categories(settings):
+    corpus = load_corpus()
+    assert corpus.code_paths and all(c.category in corpus.categories for c in corpus.code_paths)
+    assert Engine(settings, corpus=corpus).diagnose_text(RADIX).category == "radix-cache-state"
