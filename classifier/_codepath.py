@@ -15,12 +15,11 @@ from typing import Iterable
 
 from servetriage.corpus import CodePath
 
-from ._extract import Extract
+from ._extract import FRAME, Extract
 from ._types import Hit, Line
 
 SPECIFICITY = 0.5  # a real signature of 30+ characters outranks an attribution (order's GENERIC_RATIO)
 
-_FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
 _EXC_TYPE = re.compile(r"^([A-Za-z_][\w.]*)")
 _SIGNALS = frozenset({"KeyboardInterrupt", "SystemExit", "CancelledError", "GeneratorExit"})
 
@@ -39,7 +38,7 @@ def attribute(ex: Extract, code_paths: Iterable[CodePath], named: Iterable[int] 
         if line.block != block:
             frames, block = [], line.block
         if line.frame:
-            m = _FRAME.search(line.body)
+            m = FRAME.search(line.body)
             if m:
                 frames.append(f"{m.group(1)} in {m.group(2)}".lower())
             elif line.body.startswith("Traceback"):

@@ -57,6 +57,7 @@ _EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warni
 
 _HEADER = "Traceback (most recent call last)"
 _FILE_LINE = re.compile(r'^\s*File "[^"]+", line \d+')
+FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')  # a frame's file and function
 
 _MONTHS = ("", "01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12")
 

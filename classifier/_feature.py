@@ -8,13 +8,11 @@ each feature's path fragments and marker phrases.
 
 from __future__ import annotations
 
-import re
 from typing import Mapping
 
-from ._extract import Extract
+from ._extract import FRAME, Extract
 
 MAX_MARKER_COUNT = 3
-_FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
 
 
 def feature_of(ex: Extract, code_paths: Mapping[str, tuple[str, ...]],
@@ -32,7 +30,7 @@ def feature_of(ex: Extract, code_paths: Mapping[str, tuple[str, ...]],
     for line in ex.lines:
         if not line.frame:
             continue
-        m = _FRAME.search(line.body)
+        m = FRAME.search(line.body)
         if not m:
             continue
         where = f"{m.group(1)} {m.group(2)}".lower()

@@ -23,7 +23,7 @@ MIN_METRIC_LINES = 3
 SLOW_REQUESTS_PER_S = 0.2       # benchmark figures that only a broken or saturated setup produces
 SLOW_MEAN_TTFT_MS = 60_000.0
 SLOW_TPOT_MS = 250.0
-WINDOW = 2 << 20                # figures are read from the head and the tail of a huge log
+WINDOW = 2 << 20                # a log over twice this size is read at its head only
 MAX_EVIDENCE = 4
 
 _VLLM = re.compile(r"Avg generation throughput: ([\d.]+) tokens/s, Running: (\d+) reqs")

@@ -183,11 +183,11 @@ def _cross_validate(corpus: Corpus, prep: list[_Prepared], full_index: Index, qv
             # Two situations the engine meets: a variant no rule knows (the fold's scanner) and a known
             # failure whose signature fires (the whole corpus's); the learned passes are held out in
             # both. Calibrating on the first alone teaches the calibrator that rule hits are noise.
-            for regime, rules in (("unseen", scanner), ("known", known)):
+            for rules, preds in ((scanner, cv_preds), (known, known_preds)):
                 hits = rules.scan(p.example.text)
                 derived = attribute(p.ex, corpus.code_paths, {h.line.no for h in hits}, symptom_roles)
                 ordering = order(hits + derived, corpus.explains)
-                (cv_preds if regime == "unseen" else known_preds).append((p.example.category, ordering, rs, cs, faulty))
+                preds.append((p.example.category, ordering, rs, cs, faulty))
                 for c in candidates(ordering, rs, cs):
                     rows.append(features(c, ordering, rs, cs, symptom_roles, faulty))
                     labels.append(int(c == p.example.category))

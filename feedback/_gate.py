@@ -5,8 +5,8 @@ plus the confirmed feedback examples held out of training (what on-call said the
 Both models answer through the real `Engine` (the same code path as the bot). Feedback cases are
 scored on the answer on-call would see; corpus cases on the classifier's own first answer, because
 every corpus example carries its own incident's signature: scored on the fused answer, the sample
-would measure the rules (which a retrain never changes) and let a broken classifier through. The active model's
-answers are cached per version and gate set, so a retrain pays only for the candidate's.
+would measure the rules (which a retrain never changes) and let a broken classifier through. The
+active model's answers are cached per version and gate set, so a retrain pays only for the candidate's.
 """
 
 from __future__ import annotations

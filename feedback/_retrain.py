@@ -159,10 +159,9 @@ class Retrainer:
         path), so that the first retrain pays only for its candidate."""
         if not self.handle.learning:
             return
-        model = self.handle.model
-        predict = self._predictor(self.handle.engine_for(model))
+        engine, version = self.handle.engine, self.handle.version
         with faiss_single_thread():
-            self.gate.score(model.meta.version, predict, self._gate_cases(self.store.examples()),
+            self.gate.score(version, self._predictor(engine), self._gate_cases(self.store.examples()),
                             context=self.handle.memory_key)
 
     # -- one cycle ---------------------------------------------------------------------------------
