@@ -55,6 +55,28 @@ class Symptom:
 
 
 @dataclasses.dataclass(frozen=True)
+class Earlier:
+    """A fault before the failure chain that the server handled (it went on serving): context only."""
+
+    line: int
+    text: str                # redacted
+    severity: str            # "warning", "error", …
+    outcome: str             # "handled"
+    category: str | None = None
+    timestamp: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class OtherRun:
+    """Another start of the server in the same paste that also ended in a failure."""
+
+    first: int
+    last: int
+    line: int
+    category: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class Diagnosis:
     category: str
     confidence: float
@@ -70,6 +92,10 @@ class Diagnosis:
     timings_ms: dict[str, float] = dataclasses.field(default_factory=dict)
     file: str | None = None
     lines_read: int = 0
+    earlier: tuple[Earlier, ...] = ()       # handled faults before the chain
+    other_runs: tuple[OtherRun, ...] = ()   # earlier starts in the paste that failed too
+    runs: int = 1                           # starts of the server the paste holds
+    orderly_stop: bool = False              # the paste ends in an operator's stop and nothing failed
 
     @property
     def is_unknown(self) -> bool:
@@ -98,4 +124,7 @@ class Diagnosis:
             engine=data.get("engine"), versions=dict(data.get("versions") or {}),
             category_title=data.get("category_title", ""), passes=dict(data.get("passes") or {}),
             timings_ms=dict(data.get("timings_ms") or {}), file=data.get("file"), lines_read=int(data.get("lines_read", 0)),
+            earlier=tuple(Earlier(**e) for e in data.get("earlier", ())),
+            other_runs=tuple(OtherRun(**r) for r in data.get("other_runs", ())),
+            runs=int(data.get("runs", 1)), orderly_stop=bool(data.get("orderly_stop", False)),
         )

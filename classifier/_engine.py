@@ -15,10 +15,11 @@ from typing import Protocol
 from servetriage._settings import Settings
 from servetriage.corpus import Corpus, Incident, load_corpus
 
+from ._chain import Chain, chain_hits, find_chain, severity, Severity
 from ._codepath import attribute
 from ._earlier import earlier_fault
 from ._feature import feature_of
-from ._diagnosis import UNKNOWN, Candidate, Diagnosis, EvidenceLine, IncidentRef, Initiating, Symptom
+from ._diagnosis import UNKNOWN, Candidate, Diagnosis, Earlier, EvidenceLine, IncidentRef, Initiating, OtherRun, Symptom
 from ._extract import Extract, extract
 from ._features import has_fault
 from ._fuse import Calibrator, Fusion, PassScores, fuse
@@ -27,6 +28,7 @@ from ._metrics import MetricsVerdict, assess
 from ._precedence import Ordering, order
 from ._redact import redact
 from ._rules import Scanner
+from ._shape import LifecyclePatterns, LogShape
 from ._types import Line
 
 MAX_EVIDENCE = 8
@@ -96,6 +98,10 @@ class Engine:
         return self.calibrator.threshold
 
     @functools.cached_property
+    def lifecycle(self) -> LifecyclePatterns:
+        return LifecyclePatterns(self.corpus.lifecycle)
+
+    @functools.cached_property
     def symptom_roles(self) -> frozenset[str]:
         return frozenset(c for c, cat in self.corpus.categories.items() if cat.symptom)
 
@@ -106,6 +112,7 @@ class Engine:
     def warm(self) -> "Engine":
         """Build every part now (the bot calls this before it reports ready)."""
         self.scanner
+        self.lifecycle
         self.passes
         self.diagnose_text("warm-up: RuntimeError: CUDA error: out of memory")
         return self
@@ -117,11 +124,15 @@ class Engine:
     def diagnose(self, log: LogText) -> Diagnosis:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        ex = extract(log.text)
+        shape = LogShape(log.text, self.lifecycle)
+        whole = extract(log.text)
+        whole = dataclasses.replace(whole, lines=tuple(l for l in whole.lines if not shape.is_printout(l)))
         t1 = time.perf_counter()
-        hits = self.scanner.scan(log.text)
-        hits += attribute(ex, self.corpus.code_paths, {h.line.no for h in hits}, self.symptom_roles)
-        ordering = order(hits, self.corpus.explains)
+        hits = [h for h in self.scanner.scan(log.text) if not shape.is_printout(h.line)]
+        hits += attribute(whole, self.corpus.code_paths, {h.line.no for h in hits}, self.symptom_roles)
+        chain = find_chain(shape, self._fault_lines(whole), hits, frozenset(self.corpus.lifecycle.stop_categories))
+        ordering = order(chain_hits(chain, hits), self.corpus.explains)
+        ex = dataclasses.replace(whole, lines=tuple(l for l in whole.lines if chain.in_focus(l.no)))
         t2 = time.perf_counter()
         timings["extract_ms"] = (t1 - t0) * 1000
         timings["rules_ms"] = (t2 - t1) * 1000
@@ -141,7 +152,7 @@ class Engine:
         fusion = fuse(ordering, learned.get("retrieval"), learned.get("classifier"), self.calibrator,
                       self.symptom_roles, rule_incidents, has_fault(ex))
         fusion = self._feature_rule(ex, fusion, log.text)
-        figures = _figures(ex, ordering, log.text)
+        figures = _figures(ex, ordering, _run_text(log.text, shape, chain))
         if figures is not None:
             fusion = _apply_figures(fusion, figures)
             learned = {**learned, "figures": PassScores({figures.category: figures.confidence})}
@@ -149,8 +160,22 @@ class Engine:
             fusion, extra = self._steer(log, ex, fusion)
             learned = {**learned, **extra}
         diagnosis = self._build(log, ex, ordering, fusion, learned, figures)
+        diagnosis = self._whole_log(diagnosis, chain)
         timings["total_ms"] = (time.perf_counter() - t0) * 1000
         return _with_timings(diagnosis, timings)
+
+    def _fault_lines(self, ex: Extract) -> list[Line]:
+        """Lines that report something: exceptions, error levels, fault words, warnings."""
+        return [l for l in ex.lines if not l.frame and (l.exception or severity(l, self.lifecycle) >= Severity.WARNING)]
+
+    def _whole_log(self, d: Diagnosis, chain: Chain) -> Diagnosis:
+        """What the whole paste adds to the answer: handled faults before the chain, other failed runs."""
+        earlier = tuple(Earlier(line=f.line.no, text=_clip(redact(f.line.text)), severity=f.severity.name.lower(),
+                                outcome=f.outcome.value, category=f.category, timestamp=f.line.timestamp)
+                        for f in chain.context)
+        others = tuple(OtherRun(first=r.first, last=r.last, line=r.line, category=r.category) for r in chain.other_failed)
+        return dataclasses.replace(d, earlier=earlier, other_runs=others, runs=len(chain.runs),
+                                   orderly_stop=chain.orderly_stop and d.is_unknown)
 
     def _feature_rule(self, ex: Extract, fusion: Fusion, text: str) -> Fusion:
         """A kernel fault inside a feature's code path is labelled by the feature (the spec's rule)."""
@@ -275,6 +300,15 @@ def _figures(ex: Extract, ordering: Ordering, text: str) -> MetricsVerdict | Non
     if ordering.events or _first_fault_line(ex) is not None:
         return None
     return assess(text)
+
+
+def _run_text(text: str, shape: LogShape, chain: Chain) -> str:
+    """The text the figures are read from: the diagnosed run, else the last one."""
+    run = chain.run or chain.runs[-1]
+    if run.first <= 1 and run.last >= shape.total_lines:
+        return text
+    start, end = shape.offset(run.first), shape.offset(run.last + 1)
+    return shape.data[start:end].decode("utf-8", "replace")
 
 
 def _apply_figures(fusion: Fusion, figures: MetricsVerdict) -> Fusion:

@@ -6,6 +6,10 @@ is a performance complaint or a healthy result is in the figures, not in any wor
 embedding could match: a few tokens per second per running request is slow on any GPU, while a table
 of ordinary benchmark numbers is a report, not an incident. This module reads the figures and says
 which, with the lines it read. It is consulted only when no rule fired and no line reports a fault.
+
+A server's figures are read at the end of the paste, where its latest state is: an idle server (no
+request running or waiting) is healthy whatever its averages, a crawl needs requests in flight over
+several intervals, and a hang is requests in flight with no token produced for several intervals.
 """
 
 from __future__ import annotations
@@ -17,17 +21,32 @@ import statistics
 PERFORMANCE = "performance"
 UNKNOWN = "unknown"
 
+ENGINE_HANG = "engine-hang"
+
 SLOW_TOKENS_PER_REQUEST = 5.0   # decode tokens/s per running request: below this any GPU is crawling
 METRICS_SHARE = 0.5             # a paste that is mostly throughput lines was pasted for its throughput
 MIN_METRIC_LINES = 3
+LATEST = 5                      # the last figure lines read as the server's current state
+MIN_STALLED = 3                 # intervals with requests in flight and no token at all: a hang
 SLOW_REQUESTS_PER_S = 0.2       # benchmark figures that only a broken or saturated setup produces
 SLOW_MEAN_TTFT_MS = 60_000.0
 SLOW_TPOT_MS = 250.0
 WINDOW = 2 << 20                # a log over twice this size is read at its head only
 MAX_EVIDENCE = 4
 
-_VLLM = re.compile(r"Avg generation throughput: ([\d.]+) tokens/s, Running: (\d+) reqs")
-_SGLANG = re.compile(r"Decode batch[.,] #running-req: (\d+),.*?gen throughput \(token/s\): ([\d.]+)")
+_VLLM = re.compile(r"(?:Avg prompt throughput: ([\d.]+) tokens/s, )?Avg generation throughput: ([\d.]+) tokens/s, "
+                   r"Running: (\d+) reqs(?:, (?:Swapped: \d+ reqs, )?(?:Pending|Waiting): (\d+) reqs)?")
+_SGLANG = re.compile(r"Decode batch[.,] #running-req: (\d+),.*?gen throughput \(token/s\): ([\d.]+)(?:.*?#queue-req: (\d+))?")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Figure:
+    no: int
+    text: str
+    tokens_per_s: float   # generation
+    running: int
+    waiting: int
+    prompt_per_s: float = 0.0
 _BENCH = {
     "requests_per_s": re.compile(r"Request [Tt]hroughput \((?:req/s|req/sec)\):\s*([\d.]+)"),
     "mean_ttft_ms": re.compile(r"(?:Mean TTFT \(ms\)|Average time-to-first-token \[TTFT\] \(ms\)):\s*([\d.]+)"),
@@ -51,27 +70,28 @@ def assess(text: str) -> MetricsVerdict | None:
     """A verdict when the log's figures decide it, else None (the figures say nothing either way)."""
     window = text if len(text) <= 2 * WINDOW else text[:WINDOW]
     lines = window.splitlines()
-    server: list[tuple[int, str, float, int]] = []  # (line no, text, tokens/s, running requests)
+    server: list[_Figure] = []
     bench: dict[str, float] = {}
     bench_lines: list[tuple[int, str]] = []
     for no, line in enumerate(lines, 1):
         m = _VLLM.search(line)
         if m:
-            server.append((no, line, float(m.group(1)), int(m.group(2))))
+            server.append(_Figure(no, line, float(m.group(2)), int(m.group(3)), int(m.group(4) or 0),
+                                  float(m.group(1) or 0.0)))
             continue
         m = _SGLANG.search(line)
         if m:
-            server.append((no, line, float(m.group(2)), int(m.group(1))))
+            server.append(_Figure(no, line, float(m.group(2)), int(m.group(1)), int(m.group(3) or 0)))
             continue
         for key, pattern in _BENCH.items():
             m = pattern.search(line)
             if m and key not in bench:
                 bench[key] = _number(m.group(1))
                 bench_lines.append((no, line))
+    if len(bench) >= 2 and (not server or bench_lines[0][0] > server[-1].no):
+        return _bench_verdict(bench, bench_lines)  # a benchmark's result printed after the server's own lines
     if server:
         return _server_verdict(server, sum(1 for l in lines if l.strip()))
-    if len(bench) >= 2:
-        return _bench_verdict(bench, bench_lines)
     return None
 
 
@@ -82,16 +102,30 @@ def _number(value: str) -> float:
         return 0.0
 
 
-def _server_verdict(server: list[tuple[int, str, float, int]], nonempty: int) -> MetricsVerdict | None:
-    busy = [(no, line, tps / running) for no, line, tps, running in server if running > 0 and tps > 0]
-    evidence = tuple((no, line) for no, line, *_ in server[:MAX_EVIDENCE])
-    if busy:
-        per_request = statistics.median(r for _, _, r in busy)
+def _server_verdict(server: list[_Figure], nonempty: int) -> MetricsVerdict | None:
+    latest = server[-LATEST:]
+    last = latest[-1]
+    if last.running == 0 and last.waiting == 0:
+        return MetricsVerdict(UNKNOWN, 0.8, "an idle server: no request running or waiting",
+                              ((last.no, last.text),))
+    busy: list[_Figure] = []
+    for f in reversed(latest):  # the trailing intervals with work in flight
+        if f.running == 0:
+            break
+        busy.insert(0, f)
+    stalled = [f for f in busy if f.tokens_per_s == 0 and f.prompt_per_s == 0]
+    if len(stalled) >= MIN_STALLED and len(stalled) == len(busy):
+        return MetricsVerdict(ENGINE_HANG, 0.7, f"{len(stalled)} intervals with requests in flight and no token produced",
+                              tuple((f.no, f.text) for f in stalled[-MAX_EVIDENCE:]))
+    moving = [f for f in busy if f.tokens_per_s > 0]
+    if moving:
+        per_request = statistics.median(f.tokens_per_s / f.running for f in moving)
         if per_request < SLOW_TOKENS_PER_REQUEST:
-            slow = tuple((no, line) for no, line, r in busy if r < SLOW_TOKENS_PER_REQUEST)[:MAX_EVIDENCE]
-            return MetricsVerdict(PERFORMANCE, 0.85,
-                                  f"decode runs at {per_request:.1f} tokens/s per running request", slow)
+            slow = tuple((f.no, f.text) for f in moving if f.tokens_per_s / f.running < SLOW_TOKENS_PER_REQUEST)
+            return MetricsVerdict(PERFORMANCE, 0.85 if len(moving) >= MIN_METRIC_LINES else 0.6,
+                                  f"decode runs at {per_request:.1f} tokens/s per running request", slow[-MAX_EVIDENCE:])
     if len(server) >= MIN_METRIC_LINES and len(server) >= METRICS_SHARE * nonempty:
+        evidence = tuple((f.no, f.text) for f in server[:MAX_EVIDENCE])
         return MetricsVerdict(PERFORMANCE, 0.55, "the paste is throughput lines and nothing else", evidence)
     return None
 

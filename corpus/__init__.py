@@ -4,12 +4,13 @@ Data lives in YAML files (`categories.yaml`, `incidents/*.yaml`); this package r
 """
 
 from ._check import Problem, check_corpus, corpus_stats
-from ._load import (builtin_dir, incident_files, load_categories, load_corpus, load_precedence, parse_incident,
+from ._load import (builtin_dir, incident_files, load_categories, load_corpus, load_lifecycle, load_precedence, parse_incident,
                     parse_incidents)
-from ._types import ENGINES, TRIAGE_CLASSES, UNKNOWN, Category, CodePath, Corpus, Incident, Signature
+from ._types import (ENGINES, TRIAGE_CLASSES, UNKNOWN, Category, CodePath, Corpus, Incident, Lifecycle, PrintoutBlock,
+                     Signature)
 
 __all__ = [
-    "Category", "CodePath", "Corpus", "ENGINES", "Incident", "Problem", "Signature", "TRIAGE_CLASSES", "UNKNOWN",
+    "Category", "CodePath", "Corpus", "ENGINES", "Incident", "Lifecycle", "PrintoutBlock", "Problem", "Signature", "TRIAGE_CLASSES", "UNKNOWN",
     "builtin_dir", "check_corpus", "corpus_stats", "incident_files", "load_categories",
-    "load_corpus", "load_precedence", "parse_incident", "parse_incidents",
+    "load_corpus", "load_lifecycle", "load_precedence", "parse_incident", "parse_incidents",
 ]

@@ -10,7 +10,8 @@ import yaml
 
 from servetriage._errors import CorpusError
 
-from ._types import ENGINES, TRIAGE_CLASSES, UNKNOWN, Category, CodePath, Corpus, Incident, Signature
+from ._types import (ENGINES, TRIAGE_CLASSES, UNKNOWN, Category, CodePath, Corpus, Incident, Lifecycle, PrintoutBlock,
+                     Signature)
 
 # libyaml's safe loader reads the corpus about ten times faster than the pure-Python one.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -73,7 +74,59 @@ def load_corpus(extra_dirs: Iterable[Path] = (), categories_path: Path | None = 
             raise CorpusError(f"{inc.origin}: duplicate incident id {inc.id!r} (also in {seen[inc.id]})")
         seen[inc.id] = inc.origin
     precedence = load_precedence(categories)
-    return Corpus(categories=categories, incidents=tuple(incidents), **precedence)
+    lifecycle = load_lifecycle()
+    strays = [c for c in lifecycle.stop_categories if c not in categories]
+    if strays:
+        raise CorpusError(f"lifecycle.yaml: stop_categories names unknown categories {', '.join(strays)}")
+    return Corpus(categories=categories, incidents=tuple(incidents), lifecycle=lifecycle, **precedence)
+
+
+_LIFECYCLE_LISTS = ("banners", "ready", "progress", "stopping", "stopped", "printouts")
+_SEVERITIES = ("fatal", "error", "warning")
+
+
+def load_lifecycle(path: Path | None = None) -> Lifecycle:
+    """lifecycle.yaml: run boundaries, progress, orderly stops, printouts and severity words, each
+    pattern compiled with RE2 here so that a bad one is refused on load, not at the first paste."""
+    path = path or builtin_dir() / "lifecycle.yaml"
+    data = _read_yaml(path) if path.is_file() else {}
+    if not isinstance(data, dict):
+        raise CorpusError(f"{path}: expected a mapping")
+    unknown = sorted(set(data) - set(_LIFECYCLE_LISTS) - {"printout_blocks", "severity", "stop_categories"})
+    if unknown:
+        raise CorpusError(f"{path}: unknown keys {', '.join(unknown)}")
+    lists = {key: _patterns(data.get(key) or [], f"{path}: {key}") for key in _LIFECYCLE_LISTS}
+    severity = data.get("severity") or {}
+    if not isinstance(severity, dict) or set(severity) - set(_SEVERITIES):
+        raise CorpusError(f"{path}: 'severity' maps {', '.join(_SEVERITIES)} to lists of patterns")
+    levels = {key: _patterns(severity.get(key) or [], f"{path}: severity.{key}") for key in _SEVERITIES}
+    blocks = []
+    for n, entry in enumerate(data.get("printout_blocks") or []):
+        where = f"{path}: printout_blocks[{n}]"
+        if not isinstance(entry, dict) or set(entry) != {"start", "max_lines"}:
+            raise CorpusError(f"{where}: expected a mapping with start and max_lines")
+        if not isinstance(entry["max_lines"], int) or not 0 < entry["max_lines"] <= 10_000:
+            raise CorpusError(f"{where}: max_lines must be a whole number from 1 to 10000")
+        blocks.append(PrintoutBlock(_patterns([entry["start"]], where)[0], entry["max_lines"]))
+    stop_categories = data.get("stop_categories") or []
+    if not _is_str_list(stop_categories) and stop_categories != []:
+        raise CorpusError(f"{path}: stop_categories must be a list of category ids")
+    return Lifecycle(**lists, printout_blocks=tuple(blocks), stop_categories=tuple(stop_categories), **levels)
+
+
+def _patterns(value: Any, where: str) -> tuple[str, ...]:
+    import re2
+
+    if not _is_str_list(value) and value != []:
+        raise CorpusError(f"{where}: expected a list of RE2 patterns")
+    options = re2.Options()
+    options.log_errors = False
+    for pattern in value:
+        try:
+            re2.compile(pattern, options)
+        except re2.error:
+            raise CorpusError(f"{where}: {pattern!r} is not a valid RE2 pattern") from None
+    return tuple(value)
 
 
 def load_precedence(categories: dict[str, Category], path: Path | None = None) -> dict[str, Any]:

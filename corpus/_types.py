@@ -47,6 +47,31 @@ class CodePath:
 
 
 @dataclasses.dataclass(frozen=True)
+class PrintoutBlock:
+    """lifecycle.yaml: a printout that spans lines, from `start` to the next log record."""
+
+    start: str
+    max_lines: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Lifecycle:
+    """lifecycle.yaml: how a server's runs show in its log. Every field holds RE2 patterns."""
+
+    banners: tuple[str, ...] = ()         # a server (re)starting
+    ready: tuple[str, ...] = ()           # start-up finished
+    progress: tuple[str, ...] = ()        # work done: non-zero throughput, a request answered
+    stopping: tuple[str, ...] = ()        # an operator's stop under way
+    stopped: tuple[str, ...] = ()         # a clean exit
+    stop_categories: tuple[str, ...] = ()  # category ids whose lines inside an orderly stop belong to it
+    printouts: tuple[str, ...] = ()       # one-line configuration and environment printouts
+    printout_blocks: tuple[PrintoutBlock, ...] = ()
+    fatal: tuple[str, ...] = ()           # severity words
+    error: tuple[str, ...] = ()
+    warning: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
 class Incident:
     id: str
     category: str
@@ -80,6 +105,7 @@ class Corpus:
     feature_markers: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     code_paths: tuple[CodePath, ...] = ()
     explains: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)  # later fault -> earlier symptoms
+    lifecycle: Lifecycle = Lifecycle()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_id", {i.id: i for i in self.incidents})
@@ -105,4 +131,5 @@ class Corpus:
                 h.update(ex.encode())
         h.update(json.dumps([dataclasses.asdict(c) for c in self.code_paths], sort_keys=True).encode())
         h.update(json.dumps({c: sorted(v) for c, v in self.explains.items()}, sort_keys=True).encode())
+        h.update(json.dumps(dataclasses.asdict(self.lifecycle), sort_keys=True).encode())
         return h.hexdigest()[:16]

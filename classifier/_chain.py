@@ -1,0 +1,205 @@
+"""The failure chain that ended the run: severity and outcome decide which faults are the diagnosis.
+
+Every fault line (a rule hit, an exception, an error-level record) gets a severity (fatal, error,
+warning, info) and an outcome: handled, when the same run went on making progress after it; orderly,
+when it belongs to an operator's stop that ended in a clean exit; otherwise it is part of the chain
+that ended the run. The paste is diagnosed on the chain of the last run that failed: a warning the
+server handled hours earlier is context ("earlier: …"), never the answer, and a warning of another
+category does not outrank the fatal chain that follows it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import enum
+from typing import Iterable, Mapping, Sequence
+
+from ._shape import BANNER, READY, LifecyclePatterns, LogShape, Run
+from ._types import Hit, Line
+
+CONTEXT_BEFORE = 30   # lines before a chain's first serious fault that the learned passes still read
+MAX_CONTEXT = 4       # handled faults reported as context
+MAX_OTHER_RUNS = 5
+EXCERPT_LINES = 200   # a paste this short that shows no start-up is an excerpt: what it holds is its subject
+
+
+class Severity(enum.IntEnum):
+    INFO = 0
+    WARNING = 1
+    ERROR = 2
+    FATAL = 3
+
+
+_LEVELS = {"WARNING": Severity.WARNING, "WARN": Severity.WARNING, "ERROR": Severity.ERROR,
+           "CRITICAL": Severity.FATAL, "FATAL": Severity.FATAL, "INFO": Severity.INFO, "DEBUG": Severity.INFO}
+
+
+def severity(line: Line, patterns: LifecyclePatterns) -> Severity:
+    """Fatal ends a process (a traceback's exception, a CUDA error, a signal, an exit code); the level
+    prefix and the words of lifecycle.yaml decide the rest."""
+    if line.exception or (patterns.fatal is not None and patterns.fatal.search(line.body)):
+        return Severity.FATAL
+    level = _LEVELS.get(line.level or "")
+    if level is not None and level >= Severity.ERROR:
+        return level
+    if patterns.error is not None and patterns.error.search(line.body):
+        return Severity.ERROR if level is None else max(level, Severity.WARNING)
+    if level is not None:
+        return level
+    if patterns.warning is not None and patterns.warning.search(line.text):
+        return Severity.WARNING
+    return Severity.INFO
+
+
+class Outcome(str, enum.Enum):
+    HANDLED = "handled"    # the run went on making progress after it
+    ORDERLY = "orderly"    # part of an operator's stop that ended in a clean exit
+    ENDED = "ended"        # no progress after it: the run ended in it (or the paste did)
+
+
+@dataclasses.dataclass(frozen=True)
+class Fault:
+    line: Line
+    severity: Severity
+    outcome: Outcome
+    run: int
+    category: str | None = None  # the rule category on its line, when a rule named it
+
+
+@dataclasses.dataclass(frozen=True)
+class FailedRun:
+    """Another run of the paste that ended in a failure (the rule category of its first fault)."""
+
+    first: int
+    last: int
+    line: int
+    category: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Chain:
+    """What the diagnosis reads: the failing run's chain region, and what is reported beside it."""
+
+    runs: tuple[Run, ...]
+    run: Run | None                   # the run diagnosed (the last that failed); None when none failed
+    first: int                        # the chain region, inclusive line numbers
+    last: int
+    focus_from: int                   # where the learned passes start reading
+    faults: tuple[Fault, ...]         # the chain's own faults
+    context: tuple[Fault, ...]        # handled faults before the chain, reported as "earlier"
+    other_failed: tuple[FailedRun, ...]
+    orderly_stop: bool                # the last run ended in an operator's stop and nothing failed
+
+    @property
+    def failed(self) -> bool:
+        return self.run is not None
+
+    def contains(self, line_no: int) -> bool:
+        return self.run is not None and self.first <= line_no <= self.last
+
+    def in_focus(self, line_no: int) -> bool:
+        return self.run is not None and self.focus_from <= line_no <= self.last
+
+
+def find_chain(shape: LogShape, fault_lines: Iterable[Line], hits: Sequence[Hit],
+               quiet_categories: frozenset[str] = frozenset()) -> Chain:
+    """`quiet_categories`: categories whose lines inside an orderly stop are part of it (shutdown)."""
+    category_of: Mapping[int, str] = _categories(hits)
+    lines = {l.no: l for l in fault_lines}
+    for h in hits:
+        lines.setdefault(h.line.no, h.line)
+    ordered = sorted(lines.values(), key=lambda l: l.no)
+    severities = [severity(line, shape.patterns) for line in ordered]
+    runs = shape.runs([l.no for l, sev in zip(ordered, severities) if sev >= Severity.ERROR])
+    starts = [r.first for r in runs]
+    worked = [shape.last_progress(r.first, r.last + 1) or 0 for r in runs]
+    faults = []
+    for line, sev in zip(ordered, severities):
+        run = runs[max(0, bisect.bisect_right(starts, line.no) - 1)]
+        faults.append(_fault(line, sev, run, worked[run.index], category_of.get(line.no), shape, quiet_categories))
+    ended = [f for f in faults if f.outcome is Outcome.ENDED]
+    failed_runs = sorted({f.run for f in ended})
+    if not failed_runs:
+        last_run = runs[-1]
+        own = [f for f in faults if f.run == last_run.index and f.outcome is not Outcome.ORDERLY]
+        if _excerpt(shape, last_run):  # a few lines cut around a handled fault: the fault is the subject
+            return Chain(runs, last_run, last_run.first, last_run.last, last_run.first, tuple(own), (), (), False)
+        context = tuple(f for f in own if f.outcome is Outcome.HANDLED)
+        return Chain(runs, None, 0, -1, 0, (), _distinct(context), (), last_run.orderly_end)
+    run = runs[failed_runs[-1]]
+    chain_faults = [f for f in ended if f.run == run.index]
+    start = chain_faults[0].line.no
+    worked = shape.last_progress(run.first, start)
+    first = (worked + 1) if worked is not None else run.first
+    serious = next((f for f in chain_faults if f.severity >= Severity.ERROR), chain_faults[0])
+    focus_from = max(first, serious.line.no - CONTEXT_BEFORE)
+    context = tuple(f for f in faults if f.run == run.index and f.line.no < first and f.outcome is Outcome.HANDLED)
+    others = tuple(_failed_run(runs[i], [f for f in ended if f.run == i]) for i in failed_runs[:-1])
+    return Chain(runs, run, first, run.last, focus_from, tuple(chain_faults), _distinct(context),
+                 others[-MAX_OTHER_RUNS:], False)
+
+
+def chain_hits(chain: Chain, hits: Sequence[Hit]) -> list[Hit]:
+    """The rule hits the diagnosis ranks: those on the chain's own fault lines. When the chain holds an
+    error or worse, a warning or info line of a category no serious line shares is context only."""
+    own = {f.line.no: f for f in chain.faults}
+    kept = [h for h in hits if h.line.no in own]
+    serious = {f.line.no for f in chain.faults if f.severity >= Severity.ERROR}
+    if not serious:
+        return kept
+    serious_categories = {h.category for h in kept if h.line.no in serious}
+    return [h for h in kept if h.line.no in serious or h.category in serious_categories]
+
+
+def _excerpt(shape: LogShape, run: Run) -> bool:
+    """An excerpt rather than a whole log: short, no start-up shown, no orderly end."""
+    if run.orderly_end or run.last - run.first + 1 > EXCERPT_LINES:
+        return False
+    return not any(m.line in run and m.kind in (BANNER, READY) for m in shape.markers)
+
+
+def _fault(line: Line, sev: Severity, run: Run, last_progress: int, category: str | None, shape: LogShape,
+           quiet: frozenset[str]) -> Fault:
+    if run.stop_from is not None and run.stop_from <= line.no <= run.last and _part_of_stop(line, category, shape, quiet):
+        outcome = Outcome.ORDERLY
+    elif line.no < last_progress:
+        outcome = Outcome.HANDLED
+    else:
+        outcome = Outcome.ENDED
+    return Fault(line, sev, outcome, run.index, category)
+
+
+def _part_of_stop(line: Line, category: str | None, shape: LogShape, quiet: frozenset[str]) -> bool:
+    rx = shape.patterns.stopping
+    return (category in quiet) or (rx is not None and rx.search(line.text) is not None) or line.frame
+
+
+def _categories(hits: Sequence[Hit]) -> dict[int, str]:
+    out: dict[int, Hit] = {}
+    for h in hits:
+        best = out.get(h.line.no)
+        if best is None or (not h.symptom, h.specificity) > (not best.symptom, best.specificity):
+            out[h.line.no] = h
+    return {no: h.category for no, h in out.items()}
+
+
+def _distinct(faults: Sequence[Fault]) -> tuple[Fault, ...]:
+    """The first handled fault of each category (or, unnamed, each error wording), at most MAX_CONTEXT."""
+    seen: set[str] = set()
+    out: list[Fault] = []
+    for f in faults:
+        if f.category is None and f.severity < Severity.ERROR:
+            continue  # a start-up notice the server got past says nothing worth a line in the answer
+        key = f.category or f.line.body[:60]
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(f)
+    return tuple(out[:MAX_CONTEXT])
+
+
+def _failed_run(run: Run, ended: Sequence[Fault]) -> FailedRun:
+    named = next((f for f in ended if f.category is not None and f.severity >= Severity.ERROR),
+                 next((f for f in ended if f.category is not None), ended[0]))
+    return FailedRun(run.first, run.last, named.line.no, named.category)

@@ -1,0 +1,220 @@
+"""A whole log's shape: where each run of the server starts and ends, where it made progress, and
+which lines only print its configuration.
+
+People paste whole server logs: start-up output, hours of serving, a handled warning or two, sometimes
+a restart, and only then the failure. Reading such a paste like an excerpt makes the first alarming
+word win, wherever it is. This module reads the log's life from the patterns of `corpus/lifecycle.yaml`
+in a few linear RE2 passes over the bytes (never line by line in Python), so that the failure chain
+can be told from what came before it (`_chain`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import functools
+from typing import Iterable, Sequence
+
+import numpy as np
+import re2
+
+from servetriage.corpus import Lifecycle
+
+from ._extract import matching_lines, parse_prefix
+from ._types import Line
+
+MAX_MARKERS = 20000      # lifecycle marker lines read at a huge log's head before jumping to its tail
+MARKER_TAIL = 2 << 20
+STOP_TAIL_LINES = 8      # clean-exit lines within this many lines of each other end one run together
+BACKWARD_WINDOW = 64 << 10  # the last progress line before a point is looked for in growing windows
+
+_OPTIONS = re2.Options()
+_OPTIONS.log_errors = False
+_OPTIONS.max_mem = 64 << 20
+
+BANNER, READY, STOPPING, STOPPED, BLOCK = "banner", "ready", "stopping", "stopped", "block"
+
+
+def _union(patterns: Iterable[str], over_bytes: bool = False) -> "re2._Regexp | None":
+    joined = "|".join(f"(?:{p})" for p in patterns)
+    if not joined:
+        return None
+    return re2.compile(joined.encode() if over_bytes else joined, _OPTIONS)
+
+
+class LifecyclePatterns:
+    """The lifecycle patterns compiled once per corpus (RE2 over bytes for scans, over str per line)."""
+
+    def __init__(self, lifecycle: Lifecycle) -> None:
+        self.lifecycle = lifecycle
+        self.kinds: tuple[tuple[str, "re2._Regexp"], ...] = tuple(
+            (kind, rx) for kind, pats in ((BANNER, lifecycle.banners), (READY, lifecycle.ready),
+                                          (STOPPING, lifecycle.stopping), (STOPPED, lifecycle.stopped),
+                                          (BLOCK, tuple(b.start for b in lifecycle.printout_blocks)))
+            if (rx := _union(pats)) is not None)
+        every = [p for kind in (lifecycle.banners, lifecycle.ready, lifecycle.stopping, lifecycle.stopped) for p in kind]
+        every += [b.start for b in lifecycle.printout_blocks]
+        self.markers = _union(every, over_bytes=True)
+        self.progress = _union((*lifecycle.progress, *lifecycle.ready), over_bytes=True)
+        self.printout = _union(lifecycle.printouts)
+        self.stopping = _union(lifecycle.stopping)
+        self.blocks = tuple((re2.compile(b.start, _OPTIONS), b.max_lines) for b in lifecycle.printout_blocks)
+        self.fatal = _union(lifecycle.fatal)
+        self.error = _union(lifecycle.error)
+        self.warning = _union(lifecycle.warning)
+
+
+@dataclasses.dataclass(frozen=True)
+class Marker:
+    line: int
+    kind: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """One start of the server: lines `first`..`last`; `stop_from` is where an ordered stop began
+    when the run ended in a clean exit (None: it did not)."""
+
+    index: int
+    first: int
+    last: int
+    stop_from: int | None = None
+
+    @property
+    def orderly_end(self) -> bool:
+        return self.stop_from is not None
+
+    def __contains__(self, line_no: object) -> bool:
+        return isinstance(line_no, int) and self.first <= line_no <= self.last
+
+
+class LogShape:
+    """Markers, printout spans and progress of one log; runs are split once the faults are known."""
+
+    def __init__(self, text: str, patterns: LifecyclePatterns) -> None:
+        self.patterns = patterns
+        self.data = text.encode("utf-8", "surrogatepass")
+        self.total_lines = self.data.count(b"\n") + (0 if self.data.endswith(b"\n") or not self.data else 1)
+        self.markers = self._markers()
+        self.blocks = self._printout_blocks()
+
+    # -- reading --------------------------------------------------------------------------------
+    @functools.cached_property
+    def _newlines(self) -> np.ndarray:
+        return np.flatnonzero(np.frombuffer(self.data, dtype=np.uint8) == 10)
+
+    def offset(self, line_no: int) -> int:
+        """Byte offset where line `line_no` starts (the end of the data past the last line)."""
+        if line_no <= 1:
+            return 0
+        nl = self._newlines
+        return int(nl[line_no - 2]) + 1 if line_no - 2 < len(nl) else len(self.data)
+
+    def line_at(self, offset: int) -> int:
+        return int(np.searchsorted(self._newlines, offset, side="left")) + 1
+
+    def _markers(self) -> tuple[Marker, ...]:
+        if self.patterns.markers is None:
+            return ()
+        out: list[Marker] = []
+        for no, start, end in matching_lines(self.patterns.markers, self.data, MAX_MARKERS, tail_bytes=MARKER_TAIL):
+            raw = self.data[start:end].decode("utf-8", "replace")
+            for kind, rx in self.patterns.kinds:
+                if rx.search(raw):
+                    out.append(Marker(no, kind))
+        return tuple(out)
+
+    def _printout_blocks(self) -> tuple[tuple[int, int], ...]:
+        spans: list[tuple[int, int]] = []
+        for m in self.markers:
+            if m.kind != BLOCK or (spans and spans[-1][0] <= m.line <= spans[-1][1]):
+                continue
+            start = self.offset(m.line)
+            end = self.data.find(b"\n", start)
+            raw = self.data[start: end if end >= 0 else len(self.data)]
+            limit = next((n for rx, n in self.patterns.blocks if rx.search(raw.decode("utf-8", "replace"))), 200)
+            spans.append((m.line, self._block_end(m.line, limit)))
+        return tuple(spans)
+
+    def _block_end(self, first: int, limit: int) -> int:
+        pos, last = self.offset(first + 1), first
+        for no in range(first + 1, min(self.total_lines, first + limit) + 1):
+            nl = self.data.find(b"\n", pos)
+            raw = self.data[pos: nl if nl >= 0 else len(self.data)].decode("utf-8", "replace")
+            pos = nl + 1 if nl >= 0 else len(self.data)
+            body, _, stamp, level = parse_prefix(raw)
+            if stamp is not None or level is not None or "Traceback (most recent call last)" in body:
+                break
+            last = no
+        return last
+
+    # -- questions ------------------------------------------------------------------------------
+    def is_printout(self, line: Line) -> bool:
+        """A configuration or environment printout: its words are never evidence."""
+        if any(a <= line.no <= b for a, b in self.blocks):
+            return True
+        rx = self.patterns.printout
+        return rx is not None and (rx.search(line.text) is not None or rx.search(line.body) is not None)
+
+    def progress_between(self, after: int, upto: int) -> bool:
+        """Whether a line after `after` and up to `upto` shows the server working (or becoming ready)."""
+        rx = self.patterns.progress
+        if rx is None or upto <= after:
+            return False
+        return rx.search(self.data, self.offset(after + 1), self.offset(upto + 1)) is not None
+
+    def last_progress(self, first: int, before: int) -> int | None:
+        """The last progress line in `first`..`before - 1`, looked for backwards in growing windows."""
+        rx = self.patterns.progress
+        if rx is None or before <= first:
+            return None
+        lo_limit, hi = self.offset(first), self.offset(before)
+        window = BACKWARD_WINDOW
+        while hi > lo_limit:
+            lo = max(lo_limit, hi - window)
+            found = None
+            for m in rx.finditer(self.data, lo, hi):
+                found = m.start()
+            if found is not None:
+                return self.line_at(found)
+            hi, window = lo, window * 2
+        return None
+
+    def runs(self, faults: Sequence[int]) -> tuple[Run, ...]:
+        """Split on banners and clean exits. A banner opens a new run only when the current run has
+        shown progress, a serious fault (`faults`: error or worse) or a stop since it began: one start
+        prints several banners (every rank, the API server and uvicorn), with warnings between them."""
+        ordered = sorted(faults)
+        runs: list[Run] = []
+        first = 1
+        i = 0
+        while i < len(self.markers):
+            m = self.markers[i]
+            if m.kind == BANNER and m.line > first and self._active(first, m.line, ordered):
+                runs.append(Run(len(runs), first, m.line - 1))
+                first = m.line
+            elif m.kind == STOPPED:
+                last = m.line
+                while i + 1 < len(self.markers) and self.markers[i + 1].kind in (STOPPED, STOPPING) \
+                        and self.markers[i + 1].line - last <= STOP_TAIL_LINES:
+                    i += 1
+                    last = self.markers[i].line
+                runs.append(Run(len(runs), first, last, self._stop_start(first, m.line)))
+                first = last + 1
+            i += 1
+        if first <= self.total_lines or not runs:
+            runs.append(Run(len(runs), first, max(first, self.total_lines)))
+        return tuple(runs)
+
+    def _stop_start(self, first: int, stopped: int) -> int:
+        """Where the stop that ended a run began: its first stop line after the run's last progress."""
+        worked = self.last_progress(first, stopped) or first - 1
+        return next((m.line for m in self.markers if m.kind == STOPPING and worked < m.line < stopped), stopped)
+
+    def _active(self, first: int, before: int, faults: Sequence[int]) -> bool:
+        k = bisect.bisect_left(faults, first)
+        if k < len(faults) and faults[k] < before:
+            return True
+        if any(first <= m.line < before and m.kind in (READY, STOPPING) for m in self.markers):
+            return True
+        return self.progress_between(first - 1, before - 1)
