@@ -10,12 +10,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ._diagnosis import UNKNOWN, Candidate, Diagnosis, EvidenceLine, IncidentRef, Initiating, Symptom
+from ._diagnosis import UNKNOWN, Candidate, Diagnosis, Earlier, EvidenceLine, IncidentRef, Initiating, OtherRun, Symptom
 from ._engine import Engine
 from ._extract import Extract, detect_engine, detect_versions, extract, parse_prefix
 from ._ingest import LogText, decode, from_bytes, from_stream, from_text, normalize, read_inputs, read_path
 from ._redact import redact
-from ._render import render_text
+from ._render import paste_notes, render_text
 from ._rules import Scanner
 from ._types import Hit, Line
 
@@ -37,9 +37,9 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "ArtefactStore", "Candidate", "Diagnosis", "Engine", "EvidenceLine", "Extract", "Hit", "IncidentRef",
-    "Initiating", "Line", "LogText", "Meta", "Model", "Scanner", "Symptom", "TrainingExample", "UNKNOWN", "decode",
+    "ArtefactStore", "Candidate", "Diagnosis", "Earlier", "Engine", "EvidenceLine", "Extract", "Hit", "IncidentRef",
+    "Initiating", "Line", "LogText", "Meta", "Model", "OtherRun", "Scanner", "Symptom", "TrainingExample", "UNKNOWN", "decode",
     "detect_engine", "detect_versions", "embedder_for", "embedder_path", "normalize_line", "engine_for_model", "ensure_model", "extract", "from_bytes",
-    "from_stream", "from_text", "load_model", "normalize", "parse_prefix", "read_inputs", "read_path", "redact",
+    "from_stream", "from_text", "load_model", "normalize", "parse_prefix", "paste_notes", "read_inputs", "read_path", "redact",
     "render_text", "retrain", "train", "train_command",
 ]

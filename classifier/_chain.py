@@ -123,10 +123,11 @@ def find_chain(shape: LogShape, fault_lines: Iterable[Line], hits: Sequence[Hit]
     if not failed_runs:
         last_run = runs[-1]
         own = [f for f in faults if f.run == last_run.index and f.outcome is not Outcome.ORDERLY]
-        if _excerpt(shape, last_run):  # a few lines cut around a handled fault: the fault is the subject
+        if own and _excerpt(shape, last_run):  # a few lines cut around a handled fault: it is the subject
             return Chain(runs, last_run, last_run.first, last_run.last, last_run.first, tuple(own), (), (), False)
         context = tuple(f for f in own if f.outcome is Outcome.HANDLED)
-        return Chain(runs, None, 0, -1, 0, (), _distinct(context), (), last_run.orderly_end)
+        stopped = last_run.orderly_end or (not own and len(runs) > 1 and runs[-2].orderly_end)
+        return Chain(runs, None, 0, -1, 0, (), _distinct(context), (), stopped)
     run = runs[failed_runs[-1]]
     chain_faults = [f for f in ended if f.run == run.index]
     start = chain_faults[0].line.no
@@ -140,16 +141,18 @@ def find_chain(shape: LogShape, fault_lines: Iterable[Line], hits: Sequence[Hit]
                  others[-MAX_OTHER_RUNS:], False)
 
 
-def chain_hits(chain: Chain, hits: Sequence[Hit]) -> list[Hit]:
+def chain_hits(chain: Chain, hits: Sequence[Hit], explains: Mapping[str, frozenset[str]] | None = None) -> list[Hit]:
     """The rule hits the diagnosis ranks: those on the chain's own fault lines. When the chain holds an
-    error or worse, a warning or info line of a category no serious line shares is context only."""
+    error or worse, a warning or info line keeps its say only when a serious line shares its category
+    or explains it (`explains`, precedence.yaml: a watchdog timeout explains the stall before it)."""
     own = {f.line.no: f for f in chain.faults}
     kept = [h for h in hits if h.line.no in own]
     serious = {f.line.no for f in chain.faults if f.severity >= Severity.ERROR}
     if not serious:
         return kept
-    serious_categories = {h.category for h in kept if h.line.no in serious}
-    return [h for h in kept if h.line.no in serious or h.category in serious_categories]
+    related = {h.category for h in kept if h.line.no in serious}
+    related |= {c for cat in tuple(related) for c in (explains or {}).get(cat, ())}
+    return [h for h in kept if h.line.no in serious or h.category in related]
 
 
 def _excerpt(shape: LogShape, run: Run) -> bool:
@@ -161,9 +164,10 @@ def _excerpt(shape: LogShape, run: Run) -> bool:
 
 def _fault(line: Line, sev: Severity, run: Run, last_progress: int, category: str | None, shape: LogShape,
            quiet: frozenset[str]) -> Fault:
-    if run.stop_from is not None and run.stop_from <= line.no <= run.last and _part_of_stop(line, category, shape, quiet):
-        outcome = Outcome.ORDERLY
-    elif line.no < last_progress:
+    in_stop = run.stop_from is not None and run.stop_from <= line.no <= run.last
+    if in_stop and (sev < Severity.ERROR or _part_of_stop(line, category, shape, quiet)):
+        outcome = Outcome.ORDERLY  # a warning while stopping, or the stop's own lines
+    elif line.no < last_progress or shape.is_progress(line):  # a figures line is the server working
         outcome = Outcome.HANDLED
     else:
         outcome = Outcome.ENDED

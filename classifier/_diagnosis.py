@@ -95,6 +95,7 @@ class Diagnosis:
     earlier: tuple[Earlier, ...] = ()       # handled faults before the chain
     other_runs: tuple[OtherRun, ...] = ()   # earlier starts in the paste that failed too
     runs: int = 1                           # starts of the server the paste holds
+    run: int = 0                            # which of them (1-based) the diagnosis is about; 0: none failed
     orderly_stop: bool = False              # the paste ends in an operator's stop and nothing failed
 
     @property
@@ -126,5 +127,5 @@ class Diagnosis:
             timings_ms=dict(data.get("timings_ms") or {}), file=data.get("file"), lines_read=int(data.get("lines_read", 0)),
             earlier=tuple(Earlier(**e) for e in data.get("earlier", ())),
             other_runs=tuple(OtherRun(**r) for r in data.get("other_runs", ())),
-            runs=int(data.get("runs", 1)), orderly_stop=bool(data.get("orderly_stop", False)),
+            runs=int(data.get("runs", 1)), run=int(data.get("run", 0)), orderly_stop=bool(data.get("orderly_stop", False)),
         )

@@ -10,7 +10,7 @@ import dataclasses
 import functools
 import threading
 import time
-from typing import Protocol
+from typing import Callable, Protocol
 
 from servetriage._settings import Settings
 from servetriage.corpus import Corpus, Incident, load_corpus
@@ -125,19 +125,20 @@ class Engine:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         shape = LogShape(log.text, self.lifecycle)
-        whole = extract(log.text)
+        blank = not log.text or log.text.isspace()
+        whole = extract(log.text, shape.data)
         whole = dataclasses.replace(whole, lines=tuple(l for l in whole.lines if not shape.is_printout(l)))
         t1 = time.perf_counter()
-        hits = [h for h in self.scanner.scan(log.text) if not shape.is_printout(h.line)]
+        hits = [h for h in self.scanner.scan(log.text, shape.data) if not shape.is_printout(h.line)]
         hits += attribute(whole, self.corpus.code_paths, {h.line.no for h in hits}, self.symptom_roles)
         chain = find_chain(shape, self._fault_lines(whole), hits, frozenset(self.corpus.lifecycle.stop_categories))
-        ordering = order(chain_hits(chain, hits), self.corpus.explains)
+        ordering = order(chain_hits(chain, hits, self.corpus.explains), self.corpus.explains)
         ex = dataclasses.replace(whole, lines=tuple(l for l in whole.lines if chain.in_focus(l.no)))
         t2 = time.perf_counter()
         timings["extract_ms"] = (t1 - t0) * 1000
         timings["rules_ms"] = (t2 - t1) * 1000
         learned: dict[str, PassScores] = {}
-        if ex.lines and log.text.strip():
+        if ex.lines and not blank:
             for p in self.passes:
                 ts = time.perf_counter()
                 learned[p.name] = p.score(ex)
@@ -152,11 +153,11 @@ class Engine:
         fusion = fuse(ordering, learned.get("retrieval"), learned.get("classifier"), self.calibrator,
                       self.symptom_roles, rule_incidents, has_fault(ex))
         fusion = self._feature_rule(ex, fusion, log.text)
-        figures = _figures(ex, ordering, _run_text(log.text, shape, chain))
+        figures = _figures(ex, ordering, lambda: _run_text(log.text, shape, chain))
         if figures is not None:
             fusion = _apply_figures(fusion, figures)
             learned = {**learned, "figures": PassScores({figures.category: figures.confidence})}
-        if self._steer is not None and ex.lines and log.text.strip():
+        if self._steer is not None and ex.lines and not blank:
             fusion, extra = self._steer(log, ex, fusion)
             learned = {**learned, **extra}
         diagnosis = self._build(log, ex, ordering, fusion, learned, figures)
@@ -175,6 +176,7 @@ class Engine:
                         for f in chain.context)
         others = tuple(OtherRun(first=r.first, last=r.last, line=r.line, category=r.category) for r in chain.other_failed)
         return dataclasses.replace(d, earlier=earlier, other_runs=others, runs=len(chain.runs),
+                                   run=chain.run.index + 1 if chain.run is not None and not d.is_unknown else 0,
                                    orderly_stop=chain.orderly_stop and d.is_unknown)
 
     def _feature_rule(self, ex: Extract, fusion: Fusion, text: str) -> Fusion:
@@ -194,7 +196,7 @@ class Engine:
         ranking = list(fusion.ranking)
         category = ranking[0][0] if ranking else UNKNOWN
         confidence = fusion.confidence if ranking else 0.0
-        if not log.text.strip():
+        if not log.text or log.text.isspace():
             category, confidence = UNKNOWN, 0.0
         elif confidence < self.threshold:
             category = UNKNOWN
@@ -216,7 +218,7 @@ class Engine:
             initiating = Initiating(line=line.no, text=_clip(redact(line.text)), rank=line.rank, timestamp=line.timestamp)
             symptoms = tuple(Symptom(category=e.category, line=e.line_no, text=_clip(redact(e.best.line.text)),
                                      rank=e.best.line.rank) for e in ordering.symptoms)
-        elif figures is not None and category == figures.category and figures.lines:
+        elif figures is not None and category == figures.category != UNKNOWN and figures.lines:
             no, text = figures.lines[0]
             initiating = Initiating(line=no, text=_clip(redact(text)))
         elif category != UNKNOWN:
@@ -295,11 +297,11 @@ def _rule_incidents(ordering: Ordering, retrieval: PassScores | None, classifier
     return out
 
 
-def _figures(ex: Extract, ordering: Ordering, text: str) -> MetricsVerdict | None:
+def _figures(ex: Extract, ordering: Ordering, text: Callable[[], str]) -> MetricsVerdict | None:
     """The log's own figures decide only a log in which nothing failed: no rule hit, no fault line."""
     if ordering.events or _first_fault_line(ex) is not None:
         return None
-    return assess(text)
+    return assess(text())
 
 
 def _run_text(text: str, shape: LogShape, chain: Chain) -> str:

@@ -135,19 +135,20 @@ def _stamp(value: str) -> str:
     return value[5:] if len(value) >= 19 and value[4] == "-" else value
 
 
-def extract(text: str) -> Extract:
-    """Pick the salient lines of `text` (tracebacks whole, per rank) with their prefixes parsed."""
+def extract(text: str, data: bytes | None = None) -> Extract:
+    """Pick the salient lines of `text` (tracebacks whole, per rank) with their prefixes parsed;
+    `data` is the text already encoded as UTF-8, when the caller has it."""
     total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-    picked = _candidate_lines(text)
+    picked = _candidate_lines(text, data)
     if not picked:
         picked = _tail_lines(text, FALLBACK_TAIL)
     lines = _assemble(text, picked)
     return Extract(lines=tuple(lines), engine=detect_engine(text), versions=detect_versions(text), total_lines=total)
 
 
-def _candidate_lines(text: str) -> list[tuple[int, int, int]]:
+def _candidate_lines(text: str, data: bytes | None = None) -> list[tuple[int, int, int]]:
     """(line number, start, end) of lines with a salient word, found in one RE2 pass."""
-    data = text.encode("utf-8", "surrogatepass")
+    data = data if data is not None else text.encode("utf-8", "surrogatepass")
     regex = _ANY_RE if len(data) <= PASTE_BYTES else _STRONG_RE
     if data.isascii():
         return list(matching_lines(regex, data, MAX_CANDIDATES, tail_bytes=TAIL_BYTES))

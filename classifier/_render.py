@@ -2,7 +2,38 @@
 
 from __future__ import annotations
 
-from ._diagnosis import Diagnosis
+from ._diagnosis import Diagnosis, OtherRun
+
+MAX_NOTE_TEXT = 160
+
+
+def paste_notes(d: Diagnosis) -> tuple[str, ...]:
+    """What the whole paste adds beside the diagnosis, one plain sentence each (every front end uses
+    these words): other failed starts, faults the server handled before the chain, an orderly stop."""
+    notes: list[str] = []
+    if d.other_runs:
+        notes.append(_other_runs(d.category, d.other_runs))
+    for e in d.earlier:
+        when = f" ({e.timestamp})" if e.timestamp else ""
+        what = e.category or f"an {e.severity}"
+        text = e.text.strip()
+        text = text if len(text) <= MAX_NOTE_TEXT else text[: MAX_NOTE_TEXT - 1] + "…"
+        notes.append(f"Earlier: line {e.line}{when}, {what}, handled (the server went on serving): {text}")
+    if d.orderly_stop:
+        notes.append("The paste ends in an orderly stop (a stop signal, then a clean exit); nothing failed before it.")
+    if d.runs > 1 and not d.other_runs and d.run:
+        notes.append(f"The paste holds {d.runs} starts of the server; this is start {d.run}, the others show no failure.")
+    return tuple(notes)
+
+
+def _other_runs(category: str, runs: tuple[OtherRun, ...]) -> str:
+    where = ", ".join(f"lines {r.first}-{r.last}" for r in runs)
+    same = [r for r in runs if r.category == category]
+    starts = "start" if len(runs) == 1 else "starts"
+    if len(same) == len(runs):
+        return f"Also in this paste: {len(runs)} earlier {starts} ended in the same {category} ({where})."
+    kinds = ", ".join(f"{r.category or 'an unnamed error'} (line {r.line})" for r in runs)
+    return f"Also in this paste: {len(runs)} earlier {starts} failed: {kinds}."
 
 _COLOURS = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
 
@@ -20,6 +51,8 @@ def render_text(d: Diagnosis, colour: bool = False) -> str:
             out.append("  Might be: " + ", ".join(f"{t.category} ({t.score:.2f})" for t in d.top[:3]))
         for ev in d.evidence[:3]:
             out.append(c("dim", f"  {ev.line:>6} | {ev.text}"))
+        for note in paste_notes(d):
+            out.append(f"  {note}")
         return "\n".join(out)
     out.append(f"{c('bold', head)}: {c('red', d.category)} — {d.category_title} (confidence {d.confidence:.2f})")
     inc = d.incident
@@ -40,6 +73,8 @@ def render_text(d: Diagnosis, colour: bool = False) -> str:
         out.append(f"  {c('bold', 'Evidence:')}")
         for ev in d.evidence:
             out.append(c("dim", f"  {ev.line:>6} | {ev.text}"))
+    for note in paste_notes(d):
+        out.append(f"  {c('bold', 'Note:')}          {note}")
     others = [t for t in d.top[1:4]]
     if others:
         out.append(f"  {c('bold', 'Might also be:')} " + ", ".join(f"{t.category} ({t.score:.2f})" for t in others))

@@ -21,6 +21,7 @@ _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False
 _OPTIONS.max_mem = 256 << 20
 MAX_HIT_LINES = 5000  # distinct lines examined per log; a log that repeats one error a million times is not news
+REPEATS_KEPT = 16     # occurrences of a repeated hit line reported after its first (the last one always among them)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,26 +61,44 @@ class Scanner:
     def __len__(self) -> int:
         return len(self._rules)
 
-    def scan(self, text: str) -> list[Hit]:
-        """Every (line, signature) hit in `text`, in line order; a repeated line counts at its first occurrence."""
+    def scan(self, text: str, data: bytes | None = None) -> list[Hit]:
+        """Every (line, signature) hit in `text`, in line order. A repeated line is matched once; its
+        hits are reported at its first occurrences and its last (a crash loop repeats the same crash,
+        and the run that failed last matters as much as the first)."""
         if self._any is None or not text:
             return []
         hits: list[Hit] = []
-        seen: set[bytes] = set()
-        data = text.encode("utf-8", "surrogatepass")
+        matched_by_line: dict[bytes, list[_Rule]] = {}
+        repeats: dict[bytes, list[int]] = {}
+        data = data if data is not None else text.encode("utf-8", "surrogatepass")  # `data`: the text encoded once
         for line_no, start, end in matching_lines(self._any, data, limit=1 << 62):
             raw_bytes = data[start:end]
-            if raw_bytes in seen:
-                continue  # a repeat says nothing new; its first occurrence is the one that came first
-            seen.add(raw_bytes)
-            if len(seen) > MAX_HIT_LINES:
+            known = matched_by_line.get(raw_bytes)
+            if known is not None:
+                if known:
+                    seen_at = repeats.setdefault(raw_bytes, [])
+                    if len(seen_at) < REPEATS_KEPT:
+                        seen_at.append(line_no)
+                    else:
+                        seen_at[-1] = line_no  # keep the last occurrence too
+                continue
+            if len(matched_by_line) >= MAX_HIT_LINES:
                 break
             raw = raw_bytes.decode("utf-8", "replace")
             matched = [r for r in self._rules if r.matches(raw)]
-            if not matched:
-                continue
-            body, rank, stamp, level = parse_prefix(raw)
-            line = Line(no=line_no, text=raw, body=body.strip(), rank=rank, timestamp=stamp, level=level)
-            hits.extend(Hit(r.incident, r.category, r.signature.pattern, r.signature.specificity, line, r.symptom)
-                        for r in matched)
+            matched_by_line[raw_bytes] = matched
+            if matched:
+                hits.extend(self._hits(raw, line_no, matched))
+        for raw_bytes, numbers in repeats.items():
+            raw = raw_bytes.decode("utf-8", "replace")
+            for line_no in numbers:
+                hits.extend(self._hits(raw, line_no, matched_by_line[raw_bytes]))
+        hits.sort(key=lambda h: h.line.no)
         return hits
+
+    @staticmethod
+    def _hits(raw: str, line_no: int, matched: list[_Rule]) -> list[Hit]:
+        body, rank, stamp, level = parse_prefix(raw)
+        line = Line(no=line_no, text=raw, body=body.strip(), rank=rank, timestamp=stamp, level=level)
+        return [Hit(r.incident, r.category, r.signature.pattern, r.signature.specificity, line, r.symptom)
+                for r in matched]

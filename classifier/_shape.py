@@ -93,7 +93,7 @@ class LogShape:
 
     def __init__(self, text: str, patterns: LifecyclePatterns) -> None:
         self.patterns = patterns
-        self.data = text.encode("utf-8", "surrogatepass")
+        self.data = text.encode("utf-8", "surrogatepass")  # encoded once; extract and the scanner share it
         self.total_lines = self.data.count(b"\n") + (0 if self.data.endswith(b"\n") or not self.data else 1)
         self.markers = self._markers()
         self.blocks = self._printout_blocks()
@@ -162,6 +162,10 @@ class LogShape:
         if rx is None or upto <= after:
             return False
         return rx.search(self.data, self.offset(after + 1), self.offset(upto + 1)) is not None
+
+    def is_progress(self, line: Line) -> bool:
+        rx = self.patterns.progress
+        return rx is not None and rx.search(line.text.encode("utf-8", "surrogatepass")) is not None
 
     def last_progress(self, first: int, before: int) -> int | None:
         """The last progress line in `first`..`before - 1`, looked for backwards in growing windows."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from servetriage.classifier import paste_notes
+
 from ._limits import FALLBACK_TEXT, HEADER_TEXT, MAX_BLOCKS, SECTION_TEXT, clip, code, escape
 
 if TYPE_CHECKING:
@@ -148,7 +150,7 @@ def _evidence(d: "Diagnosis") -> str:
 
 
 def _context(d: "Diagnosis", label: str | None) -> list[str]:
-    out: list[str] = []
+    out: list[str] = [escape(note) for note in paste_notes(d)]
     if not d.is_unknown:
         alts = [c for c in d.top if c.category != d.category][:MAX_ALTERNATIVES]
         if alts:

@@ -11,14 +11,6 @@ from servetriage.classifier import ArtefactStore, Engine, embedder_for, ensure_m
 from servetriage.corpus import Corpus, load_corpus
 
 
-@pytest.fixture(scope="session")
-def trained(tmp_path_factory):
-    settings = Settings(data_dir=tmp_path_factory.mktemp("learned"), embeddings=True)
-    corpus = load_corpus()
-    engine = Engine(settings, corpus=corpus).warm()
-    return settings, corpus, engine
-
-
 def test_model_loads_offline_from_the_installed_package(trained):
     assert os.environ.get("HF_HUB_OFFLINE") == "1"
     settings, _, engine = trained

@@ -1,0 +1,164 @@
+"""Whole server logs as people paste them: healthy output is `unknown`, the failure chain that ended
+the run is the diagnosis, printouts are never evidence, restarts and orderly stops are read as such."""
+
+from __future__ import annotations
+
+import pytest
+
+from servetriage.classifier import paste_notes, render_text
+
+from wholelogs import (join, sglang_ima_crash, sglang_startup, sglang_traffic, sglang_truncation_warning,
+                        trtllm_oom_crash, trtllm_startup, trtllm_traffic, vllm_idle, vllm_long_prompt_warning,
+                        vllm_oom_crash, vllm_sigterm_stop, vllm_startup, vllm_traffic)
+
+HEALTHY = {
+    "vllm": join(vllm_startup(), vllm_traffic(12), vllm_long_prompt_warning(), vllm_traffic(6, minute=13), vllm_idle(4)),
+    "sglang": join(sglang_startup(), sglang_traffic(10), sglang_truncation_warning(), sglang_traffic(8, minute=7)),
+    "trtllm": join(trtllm_startup(), trtllm_traffic(20)),
+}
+
+
+@pytest.mark.parametrize("engine_name", sorted(HEALTHY))
+def test_a_healthy_whole_log_is_unknown(rules_engine, engine_name):
+    d = rules_engine.diagnose_text(HEALTHY[engine_name], f"{engine_name}.log")
+    assert d.category == "unknown", (d.category, d.initiating)
+    assert d.initiating is None and d.symptoms == ()
+
+
+def test_a_handled_warning_is_context_not_the_answer(rules_engine):
+    d = rules_engine.diagnose_text(HEALTHY["sglang"])
+    assert d.category == "unknown"
+    assert [e.category for e in d.earlier] == ["context-length"]
+    assert d.earlier[0].outcome == "handled" and d.earlier[0].line == len(sglang_startup()) + 3 * 10 + 1
+    assert any(n.startswith("Earlier: line") and "context-length, handled" in n for n in paste_notes(d))
+
+
+@pytest.mark.parametrize("engine_name, crash, category", [
+    ("vllm", vllm_oom_crash(), "gpu-oom"),
+    ("sglang", sglang_ima_crash(), "illegal-memory-access"),
+    ("trtllm", trtllm_oom_crash(), "gpu-oom"),
+])
+def test_the_crash_at_the_end_of_a_whole_log_is_found(rules_engine, engine_name, crash, category):
+    text = HEALTHY[engine_name] + join(crash)
+    d = rules_engine.diagnose_text(text)
+    assert d.category == category
+    first_crash_line = HEALTHY[engine_name].count("\n") + 1
+    assert d.initiating is not None and d.initiating.line >= first_crash_line
+    assert all(e.line >= first_crash_line for e in d.evidence)
+
+
+def test_an_earlier_handled_warning_does_not_outrank_the_fatal_chain(rules_engine):
+    text = join(sglang_startup(), sglang_traffic(4), sglang_truncation_warning(), sglang_traffic(4, minute=7),
+                sglang_ima_crash())
+    d = rules_engine.diagnose_text(text)
+    assert d.category == "illegal-memory-access"
+    assert "Truncated" not in d.initiating.text
+    assert [e.category for e in d.earlier] == ["context-length"]
+
+
+def test_a_restart_in_the_middle_diagnoses_the_run_that_failed(rules_engine):
+    crashed = join(vllm_startup(), vllm_traffic(6), vllm_oom_crash())
+    text = crashed + join(vllm_startup(minute=45), vllm_traffic(6, minute=46))
+    d = rules_engine.diagnose_text(text)
+    assert d.category == "gpu-oom" and d.runs == 2 and d.run == 1
+    assert d.initiating.line <= crashed.count("\n")
+    assert any("this is start 1" in n for n in paste_notes(d))
+
+
+def test_a_crash_loop_reports_the_earlier_starts_that_failed_the_same_way(rules_engine):
+    one = join(vllm_startup(), vllm_traffic(2), vllm_oom_crash())
+    d = rules_engine.diagnose_text(one * 3)
+    assert d.category == "gpu-oom" and d.runs == 3 and d.run == 3
+    assert [r.category for r in d.other_runs] == ["gpu-oom", "gpu-oom"]
+    assert d.initiating.line > 2 * one.count("\n")
+    assert "Also in this paste: 2 earlier starts ended in the same gpu-oom" in " ".join(paste_notes(d))
+
+
+def test_an_idle_server_is_not_a_hang_or_slow(rules_engine):
+    d = rules_engine.diagnose_text(join(vllm_startup(), vllm_traffic(3), vllm_idle(30)))
+    assert d.category == "unknown"
+    assert rules_engine.diagnose_text(join(vllm_idle(30))).category == "unknown"
+
+
+def test_requests_in_flight_without_progress_is_a_hang(rules_engine):
+    stalled = [line.replace("Running: 0 reqs", "Running: 6 reqs") for line in vllm_idle(6)]
+    d = rules_engine.diagnose_text(join(vllm_startup(), vllm_traffic(4), stalled))
+    assert d.category == "engine-hang"
+    assert d.initiating is not None and "Running: 6 reqs" in d.initiating.text
+
+
+def test_a_sustained_crawl_with_work_in_flight_is_performance(rules_engine):
+    crawl = [line.replace("Avg generation throughput: 0.0", "Avg generation throughput: 3.1")
+                 .replace("Running: 0 reqs", "Running: 8 reqs") for line in vllm_idle(5)]
+    assert rules_engine.diagnose_text(join(vllm_startup(), crawl)).category == "performance"
+    # the same averages with nothing running (a request that finished early in the interval) are healthy
+    finished = [line.replace("Avg generation throughput: 0.0", "Avg generation throughput: 3.1") for line in vllm_idle(5)]
+    assert rules_engine.diagnose_text(join(vllm_startup(), finished)).category == "unknown"
+
+
+def test_a_config_dump_full_of_alarming_words_is_never_evidence(rules_engine):
+    dump = [
+        "INFO 11-30 07:00:03 [cli_args.py:325] non-default args: {'crash_dump_folder': '/tmp/crash', "
+        "'disable_cuda_graph': True, 'speculative_algorithm': 'EAGLE', 'enable_prefix_caching': True, "
+        "'nccl_timeout': 600, 'enable_nan_detection': True, 'max_model_len': 131072}",
+        "pip3 install list:",
+        "[pip3] nvidia-nccl-cu12==2.21.5",
+        "[pip3] torch==2.7.1",
+        "flashinfer-python==0.2.8",
+        "$ python -m sglang.launch_server --model-path acme/coder-7b --disable-cuda-graph --speculative-algorithm EAGLE",
+    ]
+    text = join(sglang_startup(), dump, sglang_traffic(5))
+    d = rules_engine.diagnose_text(text)
+    assert d.category == "unknown"
+    assert d.evidence == () or all("args" not in e.text and "pip3" not in e.text for e in d.evidence)
+    assert d.passes["rules"] == {}
+    # the versions it prints are still read
+    crashed = rules_engine.diagnose_text(text + join(sglang_ima_crash()))
+    assert crashed.category == "illegal-memory-access"
+    assert all("server_args" not in e.text and "non-default" not in e.text for e in crashed.evidence)
+
+
+def test_collect_env_output_is_a_printout(rules_engine):
+    env = ["Collecting environment information...", "PyTorch version: 2.7.1+cu126", "Is debug build: False",
+           "CUDA used to build PyTorch: 12.6", "NCCL version: 2.26.2", "Nvidia driver version: 570.86.15",
+           "cuDNN version: Could not collect", "Is XNNPACK available: True", "[pip3] triton==3.3.1"]
+    d = rules_engine.diagnose_text(join(env, vllm_startup(), vllm_traffic(3)))
+    assert d.category == "unknown" and d.passes["rules"] == {}
+
+
+def test_an_orderly_stop_is_unknown_and_said_so(rules_engine):
+    d = rules_engine.diagnose_text(join(vllm_startup(), vllm_traffic(6), vllm_sigterm_stop()))
+    assert d.category == "unknown" and d.orderly_stop
+    assert any("orderly stop" in n for n in paste_notes(d))
+
+
+def test_a_failure_before_the_stop_is_still_diagnosed(rules_engine):
+    d = rules_engine.diagnose_text(join(vllm_startup(), vllm_traffic(6), vllm_oom_crash()))
+    assert d.category == "gpu-oom" and not d.orderly_stop  # vLLM shuts its HTTP server down after the crash
+
+
+def test_a_clean_stop_then_a_new_start_that_fails(rules_engine):
+    text = join(vllm_startup(), vllm_traffic(4), vllm_sigterm_stop(), vllm_startup(minute=20), vllm_oom_crash())
+    d = rules_engine.diagnose_text(text)
+    assert d.category == "gpu-oom" and d.runs == 2 and d.run == 2 and d.other_runs == ()
+
+
+def test_short_excerpts_still_read_as_before(rules_engine):
+    """A few lines cut around a fault the server handled: with no start-up shown, the fault is the subject."""
+    d = rules_engine.diagnose_text(join(vllm_long_prompt_warning(), vllm_traffic(1)))
+    assert d.category == "context-length"
+
+
+def test_the_reply_shows_the_whole_log_notes(rules_engine):
+    text = join(sglang_startup(), sglang_traffic(4), sglang_truncation_warning(), sglang_traffic(4, minute=7),
+                sglang_ima_crash())
+    out = render_text(rules_engine.diagnose_text(text, "server.log"))
+    assert "Came first:" in out and "context-length, handled (the server went on serving)" in out
+
+
+def test_the_learned_passes_read_only_the_chain(trained):
+    _, _, engine = trained
+    for name, crash, category in (("vllm", vllm_oom_crash(), "gpu-oom"),
+                                  ("sglang", sglang_ima_crash(), "illegal-memory-access")):
+        assert engine.diagnose_text(HEALTHY[name]).category == "unknown"
+        assert engine.diagnose_text(HEALTHY[name] + join(crash)).category == category
