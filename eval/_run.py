@@ -8,10 +8,13 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from servetriage._errors import InputError
 from servetriage.classifier import Diagnosis, Engine, read_path
 
 from ._dataset import Case, load_cases
 from ._metrics import UNKNOWN, Prediction, per_category, reliability, summary
+
+HEALTHY_SUFFIXES = (".log", ".txt", ".gz")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +71,57 @@ def evaluate(engine: Engine, directory: Path | str) -> Report:
     latency = {"p50": round(lat[len(lat) // 2], 2), "p99": round(lat[min(len(lat) - 1, int(len(lat) * 0.99))], 2),
                "max": round(lat[-1], 2)} if lat else {}
     return Report(summary(preds), ablation, rows, reliability(preds), misses, latency)
+
+
+@dataclasses.dataclass(frozen=True)
+class HealthyReport:
+    """Logs with no failure in them: each must be answered `unknown`."""
+
+    directory: str
+    files: int
+    unknown: int
+    wrong: list[dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def evaluate_healthy(engine: Engine, directory: Path | str) -> HealthyReport:
+    """Diagnose every log file of `directory` alone; any answer but `unknown` is a false alarm."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise InputError(f"{root}: not a directory of healthy logs")
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in HEALTHY_SUFFIXES)
+    if not files:
+        raise InputError(f"{root}: no log files ({', '.join(HEALTHY_SUFFIXES)}) in it")
+    engine.warm()
+    wrong = []
+    for path in files:
+        d = engine.diagnose(read_path(path, engine.settings.max_input_bytes))
+        if d.category != UNKNOWN:
+            where = d.initiating.line if d.initiating is not None else None
+            wrong.append(dict(file=path.name, predicted=d.category, confidence=round(d.confidence, 3), line=where))
+    return HealthyReport(str(root), len(files), len(files) - len(wrong), wrong)
+
+
+SIDE_BY_SIDE = (("top-1", "top1"), ("top-3", "top3"), ("macro-F1", "macro_f1"), ("abstention", "abstention"),
+                ("initiating", "initiating"))
+
+
+def render_side_by_side(reports: Sequence[tuple[str, Report]], healthy: Sequence[HealthyReport] = (),
+                        out: Callable[[str], None] = print) -> None:
+    """Excerpts and whole logs (or any sets) in columns, then the healthy logs' false alarms."""
+    if reports:
+        width = max(12, *(len(name) + 2 for name, _ in reports))
+        out(f"{'':<14}" + "".join(f"{name:>{width}}" for name, _ in reports))
+        out(f"{'cases':<14}" + "".join(f"{r.summary['cases']:>{width}}" for _, r in reports))
+        for label, key in SIDE_BY_SIDE:
+            out(f"{label:<14}" + "".join(f"{_fmt(r.summary[key]):>{width}}" for _, r in reports))
+        out(f"{'p50 ms':<14}" + "".join(f"{r.latency_ms.get('p50', 0):>{width}}" for _, r in reports))
+    for h in healthy:
+        out(f"healthy logs {h.directory}: {h.unknown} of {h.files} answered unknown")
+        for w in h.wrong:
+            out(f"  {w['file']:<44} got {w['predicted']} ({w['confidence']:.2f}) at line {w['line']}")
 
 
 def render_report(report: Report, out: Callable[[str], None] = print) -> None:

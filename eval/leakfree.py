@@ -27,29 +27,43 @@ def thread_of(url: str) -> tuple[str, str] | None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("directory", type=Path, help="a labelled set (labels.jsonl with a `source` per log)")
+    ap.add_argument("directories", type=Path, nargs="+", metavar="directory",
+                    help="labelled sets (labels.jsonl with a `source` per log), e.g. the excerpts and the whole logs")
+    ap.add_argument("--healthy", type=Path, action="append", default=[], metavar="DIR",
+                    help="a directory of logs with no failure: each must be answered unknown (repeatable)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
     from servetriage import Settings
     from servetriage.classifier import ArtefactStore, embedder_for, engine_for_model, train
     from servetriage.corpus import load_corpus
-    from servetriage.eval import evaluate, load_cases, render_report, report_json
+    from servetriage.eval import evaluate, evaluate_healthy, load_cases, render_report, render_side_by_side
 
     settings = Settings.from_env()
     corpus = load_corpus(settings.extra_corpus_dirs)
-    threads = {t for c in load_cases(args.directory) if c.source and (t := thread_of(c.source))}
+    threads = {t for d in args.directories for c in load_cases(d) if c.source and (t := thread_of(c.source))}
     kept = tuple(i for i in corpus.incidents if not any(thread_of(s) in threads for s in i.sources))
     dropped = len(corpus.incidents) - len(kept)
     held = dataclasses.replace(corpus, incidents=kept)
     with tempfile.TemporaryDirectory() as tmp:
         model = train(held, embedder_for(settings), ArtefactStore(Path(tmp)))
-        report = evaluate(engine_for_model(settings, held, model), args.directory)
+        engine = engine_for_model(settings, held, model)
+        reports = [(d.name, evaluate(engine, d)) for d in args.directories]
+        healthy = [evaluate_healthy(engine, d) for d in args.healthy]
     if args.json:
-        print(json.dumps({"dropped_incidents": dropped, "report": json.loads(report_json(report))}))
-    else:
-        print(f"corpus without the set's threads: {dropped} of {len(corpus.incidents)} incidents dropped")
-        render_report(report)
+        print(json.dumps({"dropped_incidents": dropped,
+                          "sets": {name: json.loads(json.dumps(r.to_dict())) for name, r in reports},
+                          "healthy": [h.to_dict() for h in healthy]}))
+        return 0
+    print(f"corpus without the sets' threads: {dropped} of {len(corpus.incidents)} incidents dropped")
+    if len(reports) == 1 and not healthy:
+        render_report(reports[0][1])
+        return 0
+    for name, r in reports:
+        print(f"== {name}")
+        render_report(r)
+        print()
+    render_side_by_side(reports, healthy)
     return 0
 
 

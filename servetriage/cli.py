@@ -51,8 +51,11 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--rules-only", action="store_true", help="skip the embedding passes")
     d.set_defaults(func=cmd_diagnose)
 
-    e = sub.add_parser("eval", help="figures on a labelled set (a directory with labels.jsonl)")
-    e.add_argument("directory")
+    e = sub.add_parser("eval", help="figures on labelled sets (directories with labels.jsonl), side by side")
+    e.add_argument("directories", nargs="*", metavar="directory",
+                   help="labelled sets, e.g. the excerpts and the same failures as whole logs")
+    e.add_argument("--healthy", action="append", default=[], metavar="DIR",
+                   help="a directory of logs with no failure: each must be answered unknown (repeatable)")
     e.add_argument("--json", action="store_true")
     e.add_argument("--rules-only", action="store_true")
     e.add_argument("--online", action="store_true", help="replay as on-call traffic with feedback and retraining")
@@ -134,16 +137,31 @@ def cmd_diagnose(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
+    if not args.directories and not args.healthy:
+        raise InputError("eval: give a labelled directory, or --healthy DIR")
     if args.online:
         from servetriage.feedback import online_eval  # noqa: PLC0415
+        if len(args.directories) != 1 or args.healthy:
+            raise InputError("eval --online replays exactly one labelled directory")
+        args.directory = args.directories[0]
         return online_eval(args, settings)
-    from .eval import evaluate, render_report, report_json
+    from .eval import evaluate, evaluate_healthy, render_report, render_side_by_side  # noqa: PLC0415
 
-    report = evaluate(_engine(settings), args.directory)
+    engine = _engine(settings)
+    reports = [(Path(d).name or d, evaluate(engine, d)) for d in args.directories]
+    healthy = [evaluate_healthy(engine, d) for d in args.healthy]
     if args.json:
-        print(report_json(report))
+        print(json.dumps({"sets": {name: r.to_dict() for name, r in reports},
+                          "healthy": [h.to_dict() for h in healthy]}) if len(reports) != 1 or healthy
+              else json.dumps(reports[0][1].to_dict()))
+    elif len(reports) == 1 and not healthy:
+        render_report(reports[0][1])
     else:
-        render_report(report)
+        for name, r in reports:
+            print(f"== {name}")
+            render_report(r)
+            print()
+        render_side_by_side(reports, healthy)
     return EXIT_OK
 
 

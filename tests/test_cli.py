@@ -78,3 +78,33 @@ def test_eval_runs_on_the_dev_set(tmp_path):
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout.decode().splitlines()[-1])
     assert report["summary"]["cases"] == 74 and 0.0 <= report["summary"]["top1"] <= 1.0
+
+
+def test_eval_prints_sets_side_by_side_and_counts_false_alarms_on_healthy_logs(tmp_path):
+    excerpts, whole, healthy = tmp_path / "excerpts", tmp_path / "whole", tmp_path / "healthy"
+    crash = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    start = ("INFO 11-30 07:00:03 [api_server.py:1395] vLLM API server version 0.9.2\n"
+             "INFO:     Started server process [7311]\nINFO:     Application startup complete.\n"
+             'INFO:     10.0.0.5:51000 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n')
+    for d, text in ((excerpts, crash), (whole, start + crash)):
+        d.mkdir()
+        (d / "oom.log").write_text(text)
+        (d / "labels.jsonl").write_text(json.dumps({"id": "oom", "file": "oom.log", "category": "gpu-oom"}) + "\n")
+    healthy.mkdir()
+    (healthy / "served.log").write_text(start * 3)
+    (healthy / "crashed.log").write_text(start + crash)  # a false alarm on purpose: it must be counted
+    r = run("eval", str(excerpts), str(whole), "--healthy", str(healthy), tmp=tmp_path / "data")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode()
+    header = next(line for line in out.splitlines() if "excerpts" in line and "whole" in line)
+    assert header.index("excerpts") < header.index("whole")
+    assert "1 of 2 answered unknown" in out and "crashed.log" in out and "gpu-oom" in out
+    r = run("eval", str(excerpts), "--healthy", str(healthy), "--json", tmp=tmp_path / "data")
+    data = json.loads(r.stdout)
+    assert data["sets"]["excerpts"]["summary"]["top1"] == 1.0
+    assert data["healthy"][0]["files"] == 2 and data["healthy"][0]["unknown"] == 1
+
+
+def test_eval_without_a_directory_is_one_line_exit_2(tmp_path):
+    r = run("eval", tmp=tmp_path)
+    assert r.returncode == 2 and len(r.stderr.decode().strip().splitlines()) == 1

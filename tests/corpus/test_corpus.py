@@ -102,3 +102,32 @@ def test_precedence_data_is_part_of_the_fingerprint():
     corpus = load_corpus()
     moved = dataclasses.replace(corpus, code_paths=corpus.code_paths + (CodePath("gpu-oom", ("alloc",)),))
     assert moved.fingerprint != corpus.fingerprint
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("banners: ['(unclosed']", "not a valid RE2 pattern"),
+    ("progress: ['a(?=b)']", "not a valid RE2 pattern"),
+    ("progress: 'one string'", "list of RE2 patterns"),
+    ("printout_blocks: [{start: 'x'}]", "start and max_lines"),
+    ("printout_blocks: [{start: 'x', max_lines: 0}]", "max_lines"),
+    ("severity: {dire: ['x']}", "severity"),
+    ("ready: ['x']\nretries: 3", "unknown keys retries"),
+])
+def test_bad_lifecycle_data_is_refused_with_its_place(tmp_path, text, fragment):
+    from servetriage._errors import CorpusError
+    from servetriage.corpus import load_lifecycle
+    path = tmp_path / "lifecycle.yaml"
+    path.write_text(text + "\n")
+    with pytest.raises(CorpusError, match=fragment):
+        load_lifecycle(path)
+
+
+def test_the_packaged_lifecycle_data_loads_and_is_part_of_the_fingerprint():
+    import dataclasses
+    from servetriage.corpus import load_corpus
+    corpus = load_corpus()
+    life = corpus.lifecycle
+    assert life.banners and life.progress and life.stopped and life.printouts and life.fatal
+    assert set(life.stop_categories) <= set(corpus.categories)
+    moved = dataclasses.replace(corpus, lifecycle=dataclasses.replace(life, banners=life.banners[1:]))
+    assert moved.fingerprint != corpus.fingerprint
