@@ -6,16 +6,19 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: run test lint bench eval clean
 
+# Setting up prints one line; pip's own output goes to $(VENV)/install.log (shown in full if it fails).
+# The CPU build of torch first, pinned: a looser pin pulls a multi-GB CUDA build.
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --upgrade --quiet pip
-	# The CPU build of torch first, pinned: a looser pin pulls a multi-GB CUDA build.
-	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	@echo "setting up $(VENV) (a few minutes the first time; log in $(VENV)/install.log)"
+	@$(PYTHON) -m venv $(VENV)
+	@( $(BIN)/pip install --upgrade --quiet pip && \
+	   $(BIN)/pip install --quiet torch==2.13.0 && \
+	   $(BIN)/pip install --quiet -e '.[dev]' ) > $(VENV)/install.log 2>&1 \
+	  || { cat $(VENV)/install.log; exit 1; }
+	@touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/servetriage run
+	@$(BIN)/servetriage run
 
 test: $(STAMP)
 	$(BIN)/python -m pytest tests
