@@ -18,8 +18,9 @@ import joblib
 
 from servetriage._errors import ModelError
 
-FORMAT = 4  # 2: incident centroids, fitted threshold, exception lines; 3: seeded classifier;
-# 4: code-path attribution, the fault_lines feature, calibration on unseen and known variants
+FORMAT = 5  # 2: incident centroids, fitted threshold, exception lines; 3: seeded classifier;
+# 4: code-path attribution, the fault_lines feature, calibration on unseen and known variants;
+# 5: calibration reads examples as served (log shape, failure chain, printouts set aside)
 
 
 @dataclasses.dataclass(frozen=True)

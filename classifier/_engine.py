@@ -1,4 +1,5 @@
-"""The pipeline in one place: ingest → extract → rules / retrieve / classify → fuse → Diagnosis.
+"""The pipeline in one place: ingest → read (shape, extract, rules, chain) → retrieve / classify → fuse →
+adjust → Diagnosis.
 
 `Engine` holds what is costly to build (the scanner, the embedder, the index, the trained model) and
 builds each on first use, never at import; `warm()` builds them ahead of the first request.
@@ -15,17 +16,17 @@ from typing import Callable, Protocol
 from servetriage._settings import Settings
 from servetriage.corpus import Corpus, Incident, load_corpus
 
-from ._chain import Chain, chain_hits, find_chain, severity, Severity
-from ._codepath import attribute
+from ._chain import Chain
 from ._earlier import earlier_fault
 from ._feature import feature_of
 from ._diagnosis import UNKNOWN, Candidate, Diagnosis, Earlier, EvidenceLine, IncidentRef, Initiating, OtherRun, Symptom
-from ._extract import Extract, extract
+from ._extract import Extract
 from ._features import has_fault
 from ._fuse import Calibrator, Fusion, PassScores, fuse
 from ._ingest import LogText, from_text
 from ._metrics import MetricsVerdict, assess
-from ._precedence import Ordering, order
+from ._precedence import Ordering
+from ._reading import read_log
 from ._redact import redact
 from ._rules import Scanner
 from ._shape import LifecyclePatterns, LogShape
@@ -124,19 +125,13 @@ class Engine:
     def diagnose(self, log: LogText) -> Diagnosis:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        shape = LogShape(log.text, self.lifecycle)
+        reading = read_log(log.text, self.scanner, self.corpus, self.lifecycle, self.symptom_roles)
+        shape, chain, ordering, ex = reading.shape, reading.chain, reading.ordering, reading.focus
         blank = not log.text or log.text.isspace()
-        whole = extract(log.text, shape.data)
-        whole = dataclasses.replace(whole, lines=tuple(l for l in whole.lines if not shape.is_printout(l)))
-        t1 = time.perf_counter()
-        hits = [h for h in self.scanner.scan(log.text, shape.data) if not shape.is_printout(h.line)]
-        hits += attribute(whole, self.corpus.code_paths, {h.line.no for h in hits}, self.symptom_roles)
-        chain = find_chain(shape, self._fault_lines(whole), hits, frozenset(self.corpus.lifecycle.stop_categories))
-        ordering = order(chain_hits(chain, hits, self.corpus.explains), self.corpus.explains)
-        ex = dataclasses.replace(whole, lines=tuple(l for l in whole.lines if chain.in_focus(l.no)))
+        t1 = t0 + reading.shape.seconds
         t2 = time.perf_counter()
-        timings["extract_ms"] = (t1 - t0) * 1000
-        timings["rules_ms"] = (t2 - t1) * 1000
+        timings["shape_ms"] = (t1 - t0) * 1000
+        timings["read_ms"] = (t2 - t1) * 1000
         learned: dict[str, PassScores] = {}
         if ex.lines and not blank:
             for p in self.passes:
@@ -153,7 +148,7 @@ class Engine:
         fusion = fuse(ordering, learned.get("retrieval"), learned.get("classifier"), self.calibrator,
                       self.symptom_roles, rule_incidents, has_fault(ex))
         fusion = self._feature_rule(ex, fusion, log.text)
-        figures = _figures(ex, ordering, lambda: _run_text(log.text, shape, chain))
+        figures = None if reading.has_faults else _figures(ex, ordering, lambda: _run_text(log.text, shape, chain))
         if figures is not None:
             fusion = _apply_figures(fusion, figures)
             learned = {**learned, "figures": PassScores({figures.category: figures.confidence})}
@@ -164,10 +159,6 @@ class Engine:
         diagnosis = self._whole_log(diagnosis, chain)
         timings["total_ms"] = (time.perf_counter() - t0) * 1000
         return _with_timings(diagnosis, timings)
-
-    def _fault_lines(self, ex: Extract) -> list[Line]:
-        """Lines that report something: exceptions, error levels, fault words, warnings."""
-        return [l for l in ex.lines if not l.frame and (l.exception or severity(l, self.lifecycle) >= Severity.WARNING)]
 
     def _whole_log(self, d: Diagnosis, chain: Chain) -> Diagnosis:
         """What the whole paste adds to the answer: handled faults before the chain, other failed runs."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import functools
+import time
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -57,6 +58,7 @@ class LifecyclePatterns:
         self.markers = _union(every, over_bytes=True)
         self.progress = _union((*lifecycle.progress, *lifecycle.ready), over_bytes=True)
         self.printout = _union(lifecycle.printouts)
+        self.stats = _union(lifecycle.stats)
         self.stopping = _union(lifecycle.stopping)
         self.blocks = tuple((re2.compile(b.start, _OPTIONS), b.max_lines) for b in lifecycle.printout_blocks)
         self.fatal = _union(lifecycle.fatal)
@@ -92,11 +94,13 @@ class LogShape:
     """Markers, printout spans and progress of one log; runs are split once the faults are known."""
 
     def __init__(self, text: str, patterns: LifecyclePatterns) -> None:
+        started = time.perf_counter()
         self.patterns = patterns
         self.data = text.encode("utf-8", "surrogatepass")  # encoded once; extract and the scanner share it
         self.total_lines = self.data.count(b"\n") + (0 if self.data.endswith(b"\n") or not self.data else 1)
         self.markers = self._markers()
         self.blocks = self._printout_blocks()
+        self.seconds = time.perf_counter() - started
 
     # -- reading --------------------------------------------------------------------------------
     @functools.cached_property
@@ -162,6 +166,11 @@ class LogShape:
         if rx is None or upto <= after:
             return False
         return rx.search(self.data, self.offset(after + 1), self.offset(upto + 1)) is not None
+
+    def is_stats(self, line: Line) -> bool:
+        """A periodic statistics line (throughput, batch sizes), whatever its figures."""
+        rx = self.patterns.stats
+        return rx is not None and rx.search(line.text) is not None
 
     def is_progress(self, line: Line) -> bool:
         rx = self.patterns.progress

@@ -81,7 +81,7 @@ def load_corpus(extra_dirs: Iterable[Path] = (), categories_path: Path | None = 
     return Corpus(categories=categories, incidents=tuple(incidents), lifecycle=lifecycle, **precedence)
 
 
-_LIFECYCLE_LISTS = ("banners", "ready", "progress", "stopping", "stopped", "printouts")
+_LIFECYCLE_LISTS = ("banners", "ready", "progress", "stats", "stopping", "stopped", "printouts")
 _SEVERITIES = ("fatal", "error", "warning")
 
 

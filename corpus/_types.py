@@ -61,6 +61,7 @@ class Lifecycle:
     banners: tuple[str, ...] = ()         # a server (re)starting
     ready: tuple[str, ...] = ()           # start-up finished
     progress: tuple[str, ...] = ()        # work done: non-zero throughput, a request answered
+    stats: tuple[str, ...] = ()           # periodic statistics lines, whatever their figures
     stopping: tuple[str, ...] = ()        # an operator's stop under way
     stopped: tuple[str, ...] = ()         # a clean exit
     stop_categories: tuple[str, ...] = ()  # category ids whose lines inside an orderly stop belong to it

@@ -86,3 +86,16 @@ def test_the_modal_carries_its_metadata_and_input_limits():
     assert json.loads(view["private_metadata"]) == {"channel": "C1", "response_url": "https://hooks.slack.com/x"}
     log_input = view["blocks"][0]["element"]
     assert log_input["multiline"] and log_input["max_length"] == 3000
+
+
+def test_whole_log_notes_reach_the_slack_answer_escaped():
+    from servetriage.classifier import Earlier, OtherRun
+    d = _diagnosis(earlier=(Earlier(55, "Request length is longer than <the pool>. Truncated.", "warning", "handled",
+                                    "context-length", "11-30 10:02:01"),),
+                   other_runs=(OtherRun(1, 120, 80, "gpu-oom"), OtherRun(121, 260, 200, "gpu-oom")), runs=3, run=3)
+    context = [b for b in render_diagnosis(d, "id-9").blocks if b["type"] == "context"][0]
+    text = json.dumps(context)
+    assert "Also in this paste: 2 earlier starts ended in the same gpu-oom" in text
+    assert "Earlier: line 55 (11-30 10:02:01), context-length, handled" in text
+    assert "&lt;the pool&gt;" in text and "<the pool>" not in text
+    assert Diagnosis.from_dict(json.loads(d.to_json())) == d  # the new fields survive storage

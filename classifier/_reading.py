@@ -1,0 +1,53 @@
+"""Reading one log for the passes: its shape, its failure chain, the rule ordering and the lines in focus.
+
+The engine and the calibration read a log the same way, through `read_log`, so what is served is what
+was calibrated: the same printouts set aside, the same chain chosen, the same rule hits ranked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from servetriage.corpus import Corpus
+
+from ._chain import Chain, Severity, chain_hits, find_chain, severity
+from ._codepath import attribute
+from ._extract import Extract, extract
+from ._precedence import Ordering, order
+from ._rules import Scanner
+from ._shape import LifecyclePatterns, LogShape
+from ._types import Hit, Line
+
+
+@dataclasses.dataclass(frozen=True)
+class Reading:
+    shape: LogShape
+    whole: Extract          # the salient lines of the whole log, printouts removed
+    hits: tuple[Hit, ...]   # every rule hit and code-path attribution outside printouts
+    chain: Chain
+    ordering: Ordering      # the rule ordering of the chain's own hits
+    focus: Extract          # the lines the learned passes read
+
+    @property
+    def has_faults(self) -> bool:
+        return bool(self.chain.faults)
+
+
+def read_log(text: str, scanner: Scanner, corpus: Corpus, patterns: LifecyclePatterns,
+             symptom_roles: frozenset[str]) -> Reading:
+    shape = LogShape(text, patterns)
+    whole = extract(text, shape.data)
+    whole = dataclasses.replace(whole, lines=tuple(l for l in whole.lines if not shape.is_printout(l)))
+    hits = [h for h in scanner.scan(text, shape.data) if not shape.is_printout(h.line)]
+    hits += attribute(whole, corpus.code_paths, {h.line.no for h in hits}, symptom_roles)
+    chain = find_chain(shape, fault_lines(whole, patterns), hits, frozenset(corpus.lifecycle.stop_categories))
+    ordering = order(chain_hits(chain, hits, corpus.explains), corpus.explains)
+    serious = any(f.severity >= Severity.ERROR for f in chain.faults)
+    focus = tuple(l for l in whole.lines
+                  if chain.in_focus(l.no) and not (serious and shape.is_stats(l)))  # stats never explain an error
+    return Reading(shape, whole, tuple(hits), chain, ordering, dataclasses.replace(whole, lines=focus))
+
+
+def fault_lines(ex: Extract, patterns: LifecyclePatterns) -> list[Line]:
+    """Lines that report something: exceptions, error levels, fault words, warnings."""
+    return [l for l in ex.lines if not l.frame and (l.exception or severity(l, patterns) >= Severity.WARNING)]
