@@ -156,11 +156,11 @@ class Engine:
             fusion, extra = self._steer(log, ex, fusion)
             learned = {**learned, **extra}
         diagnosis = self._build(log, ex, ordering, fusion, learned, figures)
-        diagnosis = self._whole_log(diagnosis, chain)
+        diagnosis = self._whole_log(diagnosis, chain, shape.setup())
         timings["total_ms"] = (time.perf_counter() - t0) * 1000
         return _with_timings(diagnosis, timings)
 
-    def _whole_log(self, d: Diagnosis, chain: Chain) -> Diagnosis:
+    def _whole_log(self, d: Diagnosis, chain: Chain, setup: dict[str, str]) -> Diagnosis:
         """What the whole paste adds to the answer: handled faults before the chain, other failed runs."""
         earlier = tuple(Earlier(line=f.line.no, text=_clip(redact(f.line.text)), severity=f.severity.name.lower(),
                                 outcome=f.outcome.value, category=f.category, timestamp=f.line.timestamp)
@@ -168,7 +168,7 @@ class Engine:
         others = tuple(OtherRun(first=r.first, last=r.last, line=r.line, category=r.category) for r in chain.other_failed)
         return dataclasses.replace(d, earlier=earlier, other_runs=others, runs=len(chain.runs),
                                    run=chain.run.index + 1 if chain.run is not None and not d.is_unknown else 0,
-                                   orderly_stop=chain.orderly_stop and d.is_unknown)
+                                   orderly_stop=chain.orderly_stop and d.is_unknown, setup=setup)
 
     def _feature_rule(self, ex: Extract, fusion: Fusion, text: str) -> Fusion:
         """A kernel fault inside a feature's code path is labelled by the feature (the spec's rule)."""

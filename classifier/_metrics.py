@@ -28,6 +28,7 @@ METRICS_SHARE = 0.5             # a paste that is mostly throughput lines was pa
 MIN_METRIC_LINES = 3
 LATEST = 5                      # the last figure lines read as the server's current state
 MIN_STALLED = 3                 # intervals with requests in flight and no token at all: a hang
+RELATIVE_DROP = 0.25            # the latest per-request decode rate below this share of the log's earlier one
 SLOW_REQUESTS_PER_S = 0.2       # benchmark figures that only a broken or saturated setup produces
 SLOW_MEAN_TTFT_MS = 60_000.0
 SLOW_TPOT_MS = 250.0
@@ -118,6 +119,13 @@ def _server_verdict(server: list[_Figure], nonempty: int) -> MetricsVerdict | No
         return MetricsVerdict(ENGINE_HANG, 0.7, f"{len(stalled)} intervals with requests in flight and no token produced",
                               tuple((f.no, f.text) for f in stalled[-MAX_EVIDENCE:]))
     moving = [f for f in busy if f.tokens_per_s > 0]
+    earlier = [f for f in server[:-LATEST] if f.running > 0 and f.tokens_per_s > 0]
+    if len(moving) >= MIN_METRIC_LINES and len(earlier) >= MIN_METRIC_LINES:
+        now = statistics.median(f.tokens_per_s / f.running for f in moving)
+        before = statistics.median(f.tokens_per_s / f.running for f in earlier)
+        if now < RELATIVE_DROP * before:
+            return MetricsVerdict(PERFORMANCE, 0.8, f"decode fell from {before:.1f} to {now:.1f} tokens/s per running "
+                                  "request in the same log", tuple((f.no, f.text) for f in moving[-MAX_EVIDENCE:]))
     if moving:
         per_request = statistics.median(f.tokens_per_s / f.running for f in moving)
         if per_request < SLOW_TOKENS_PER_REQUEST:

@@ -80,5 +80,6 @@ def render_text(d: Diagnosis, colour: bool = False) -> str:
         out.append(f"  {c('bold', 'Might also be:')} " + ", ".join(f"{t.category} ({t.score:.2f})" for t in others))
     if d.engine:
         versions = " ".join(f"{k} {v}" for k, v in d.versions.items())
-        out.append(c("dim", f"  engine: {d.engine}{'  ' + versions if versions else ''}"))
+        setup = "".join(f"  {k.replace('_', '-')} {v}" for k, v in d.setup.items())
+        out.append(c("dim", f"  engine: {d.engine}{'  ' + versions if versions else ''}{setup}"))
     return "\n".join(out)

@@ -33,13 +33,15 @@ _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False
 _OPTIONS.max_mem = 64 << 20
 
-BANNER, READY, STOPPING, STOPPED, BLOCK = "banner", "ready", "stopping", "stopped", "block"
+BANNER, READY, STOPPING, STOPPED, BLOCK, PRINTOUT = "banner", "ready", "stopping", "stopped", "block", "printout"
 
 
 def _union(patterns: Iterable[str], over_bytes: bool = False) -> "re2._Regexp | None":
     joined = "|".join(f"(?:{p})" for p in patterns)
     if not joined:
         return None
+    if over_bytes:
+        joined = "(?m)" + joined  # over a whole text, `^` is the start of each line
     return re2.compile(joined.encode() if over_bytes else joined, _OPTIONS)
 
 
@@ -51,16 +53,18 @@ class LifecyclePatterns:
         self.kinds: tuple[tuple[str, "re2._Regexp"], ...] = tuple(
             (kind, rx) for kind, pats in ((BANNER, lifecycle.banners), (READY, lifecycle.ready),
                                           (STOPPING, lifecycle.stopping), (STOPPED, lifecycle.stopped),
-                                          (BLOCK, tuple(b.start for b in lifecycle.printout_blocks)))
+                                          (BLOCK, tuple(b.start for b in lifecycle.printout_blocks)),
+                                          (PRINTOUT, lifecycle.printouts))
             if (rx := _union(pats)) is not None)
         every = [p for kind in (lifecycle.banners, lifecycle.ready, lifecycle.stopping, lifecycle.stopped) for p in kind]
-        every += [b.start for b in lifecycle.printout_blocks]
+        every += [b.start for b in lifecycle.printout_blocks] + list(lifecycle.printouts)
         self.markers = _union(every, over_bytes=True)
         self.progress = _union((*lifecycle.progress, *lifecycle.ready), over_bytes=True)
         self.printout = _union(lifecycle.printouts)
         self.stats = _union(lifecycle.stats)
         self.stopping = _union(lifecycle.stopping)
         self.blocks = tuple((re2.compile(b.start, _OPTIONS), b.max_lines) for b in lifecycle.printout_blocks)
+        self.setup = tuple((name, tuple(re2.compile(p, _OPTIONS) for p in pats)) for name, pats in lifecycle.setup)
         self.fatal = _union(lifecycle.fatal)
         self.error = _union(lifecycle.error)
         self.warning = _union(lifecycle.warning)
@@ -166,6 +170,22 @@ class LogShape:
         if rx is None or upto <= after:
             return False
         return rx.search(self.data, self.offset(after + 1), self.offset(upto + 1)) is not None
+
+    def setup(self) -> dict[str, str]:
+        """The served setup (model, tensor-parallel size) the configuration printouts name."""
+        found: dict[str, str] = {}
+        for m in self.markers:
+            if m.kind != PRINTOUT or len(found) == len(self.patterns.setup):
+                continue
+            start = self.offset(m.line)
+            end = self.data.find(b"\n", start)
+            raw = self.data[start: end if end >= 0 else len(self.data)].decode("utf-8", "replace")
+            for name, patterns in self.patterns.setup:
+                if name not in found:
+                    hit = next((g.group(1) for rx in patterns if (g := rx.search(raw))), None)
+                    if hit:
+                        found[name] = hit
+        return found
 
     def is_stats(self, line: Line) -> bool:
         """A periodic statistics line (throughput, batch sizes), whatever its figures."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
@@ -92,7 +93,7 @@ def load_lifecycle(path: Path | None = None) -> Lifecycle:
     data = _read_yaml(path) if path.is_file() else {}
     if not isinstance(data, dict):
         raise CorpusError(f"{path}: expected a mapping")
-    unknown = sorted(set(data) - set(_LIFECYCLE_LISTS) - {"printout_blocks", "severity", "stop_categories"})
+    unknown = sorted(set(data) - set(_LIFECYCLE_LISTS) - {"printout_blocks", "severity", "stop_categories", "setup"})
     if unknown:
         raise CorpusError(f"{path}: unknown keys {', '.join(unknown)}")
     lists = {key: _patterns(data.get(key) or [], f"{path}: {key}") for key in _LIFECYCLE_LISTS}
@@ -108,10 +109,18 @@ def load_lifecycle(path: Path | None = None) -> Lifecycle:
         if not isinstance(entry["max_lines"], int) or not 0 < entry["max_lines"] <= 10_000:
             raise CorpusError(f"{where}: max_lines must be a whole number from 1 to 10000")
         blocks.append(PrintoutBlock(_patterns([entry["start"]], where)[0], entry["max_lines"]))
+    setup = data.get("setup") or {}
+    if not isinstance(setup, dict):
+        raise CorpusError(f"{path}: 'setup' maps a name to a list of patterns with one capture group")
+    for name, pats in setup.items():
+        for pattern in _patterns(pats, f"{path}: setup.{name}"):
+            if re.compile(pattern).groups != 1:
+                raise CorpusError(f"{path}: setup.{name}: {pattern!r} needs exactly one capture group")
     stop_categories = data.get("stop_categories") or []
     if not _is_str_list(stop_categories) and stop_categories != []:
         raise CorpusError(f"{path}: stop_categories must be a list of category ids")
-    return Lifecycle(**lists, printout_blocks=tuple(blocks), stop_categories=tuple(stop_categories), **levels)
+    return Lifecycle(**lists, printout_blocks=tuple(blocks), stop_categories=tuple(stop_categories),
+                     setup=tuple((str(k), tuple(v)) for k, v in setup.items()), **levels)
 
 
 def _patterns(value: Any, where: str) -> tuple[str, ...]:

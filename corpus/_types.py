@@ -67,6 +67,7 @@ class Lifecycle:
     stop_categories: tuple[str, ...] = ()  # category ids whose lines inside an orderly stop belong to it
     printouts: tuple[str, ...] = ()       # one-line configuration and environment printouts
     printout_blocks: tuple[PrintoutBlock, ...] = ()
+    setup: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (name, patterns with one group) read from printouts
     fatal: tuple[str, ...] = ()           # severity words
     error: tuple[str, ...] = ()
     warning: tuple[str, ...] = ()

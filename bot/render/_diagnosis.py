@@ -159,6 +159,7 @@ def _context(d: "Diagnosis", label: str | None) -> list[str]:
     if d.engine:
         versions = " ".join(f"{k} {v}" for k, v in d.versions.items())
         facts.append(f"engine {escape(d.engine)}" + (f" ({escape(versions)})" if versions else ""))
+    facts.extend(f"{escape(k.replace('_', '-'))} {code(v)}" for k, v in d.setup.items())
     if d.lines_read:
         facts.append(f"{d.lines_read:,} lines read")
     if label:

@@ -162,3 +162,20 @@ def test_the_learned_passes_read_only_the_chain(trained):
                                   ("sglang", sglang_ima_crash(), "illegal-memory-access")):
         assert engine.diagnose_text(HEALTHY[name]).category == "unknown"
         assert engine.diagnose_text(HEALTHY[name] + join(crash)).category == category
+
+
+def test_printouts_still_tell_the_setup(rules_engine):
+    d = rules_engine.diagnose_text(join(vllm_startup(), vllm_traffic(2), vllm_oom_crash()))
+    assert d.setup == {"model": "acme/chat-13b", "tensor_parallel": "2"}
+    assert "tensor-parallel 2" in render_text(d)
+    s = rules_engine.diagnose_text(join(sglang_startup(), sglang_traffic(2)))
+    assert s.setup == {"model": "acme/coder-7b", "tensor_parallel": "1"}
+
+
+def test_figures_well_below_what_the_same_log_showed_earlier_are_performance(rules_engine):
+    fast = vllm_traffic(8, running=4)  # about 75 tokens/s per request
+    slow = [line.replace("Avg generation throughput: 30", "Avg generation throughput: 4")  # about 10 per request
+            for line in vllm_traffic(5, minute=40) if "loggers.py" in line]
+    d = rules_engine.diagnose_text(join(vllm_startup(), fast, slow))
+    assert d.category == "performance"
+    assert d.passes["figures"] == {"performance": 0.8}
