@@ -3,7 +3,9 @@
 Data lives in YAML files (`categories.yaml`, `incidents/*.yaml`); this package reads and checks them.
 """
 
+from ._catalogue import add_to_catalogue, catalogue_counts, catalogue_dir, check_catalogue, load_catalogue
 from ._check import Problem, check_corpus, corpus_stats
+from ._mine import Template, mine_tree
 from ._load import (builtin_dir, incident_files, load_categories, load_corpus, load_lifecycle, load_precedence, parse_incident,
                     parse_incidents)
 from ._types import (ENGINES, TRIAGE_CLASSES, UNKNOWN, Category, CodePath, Corpus, Incident, Lifecycle, PrintoutBlock,
@@ -11,6 +13,7 @@ from ._types import (ENGINES, TRIAGE_CLASSES, UNKNOWN, Category, CodePath, Corpu
 
 __all__ = [
     "Category", "CodePath", "Corpus", "ENGINES", "Incident", "Lifecycle", "PrintoutBlock", "Problem", "Signature", "TRIAGE_CLASSES", "UNKNOWN",
-    "builtin_dir", "check_corpus", "corpus_stats", "incident_files", "load_categories",
-    "load_corpus", "load_lifecycle", "load_precedence", "parse_incident", "parse_incidents",
+    "Template", "add_to_catalogue", "builtin_dir", "catalogue_counts", "catalogue_dir", "check_catalogue", "check_corpus", "corpus_stats", "incident_files", "load_categories",
+    "load_catalogue", "load_corpus", "load_lifecycle", "load_precedence", "mine_tree", "parse_incident",
+    "parse_incidents",
 ]

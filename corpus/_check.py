@@ -10,6 +10,8 @@ from typing import Any
 
 import re2
 
+from ._catalogue import catalogue_counts, load_catalogue
+
 from ._types import UNKNOWN, Corpus, Incident
 
 MIN_LITERAL = 12
@@ -113,6 +115,7 @@ def corpus_stats(corpus: Corpus) -> dict[str, Any]:
         "examples_per_category": examples_per_category,
         "per_engine": dict(sorted(per_engine.items())),
         "fingerprint": corpus.fingerprint,
+        "catalogue": catalogue_counts(load_catalogue()),
     }
 
 

@@ -69,6 +69,13 @@ def _parser() -> argparse.ArgumentParser:
     cs = csub.add_parser("stats", help="incidents and examples per category and engine")
     cs.add_argument("--json", action="store_true")
     cs.set_defaults(func=cmd_corpus_stats)
+    cm = csub.add_parser("mine", help="mine an engine's source tree into the message catalogue")
+    cm.add_argument("source_dir", help="the directory holding the package (sglang/, vllm/, cpp/tensorrt_llm/ …)")
+    cm.add_argument("--engine", required=True, help="catalogue name: sglang, vllm, trtllm, torch, nccl")
+    cm.add_argument("--version", required=True)
+    cm.add_argument("--under", action="append", default=[], metavar="PREFIX", help="mine only below this path")
+    cm.add_argument("--catalogue", type=Path, default=None, help="catalogue directory (default: the packaged one)")
+    cm.set_defaults(func=cmd_corpus_mine)
     ce = csub.add_parser("export", help="write incidents written through the bot as YAML for review")
     ce.add_argument("--output", "-o", default="-")
     ce.set_defaults(func=cmd_corpus_export)
@@ -166,16 +173,18 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_corpus_check(args: argparse.Namespace, settings: Settings) -> int:
-    from .corpus import check_corpus, corpus_stats, load_corpus
+    from .corpus import Problem, check_catalogue, check_corpus, corpus_stats, load_catalogue, load_corpus
 
     corpus = load_corpus(settings.extra_corpus_dirs)
     problems = check_corpus(corpus, adversarial=not args.fast)
+    catalogue = load_catalogue()
+    problems += [Problem(incident="-", origin="catalogue", message=p) for p in check_catalogue(catalogue)]
     for prob in problems:
         print(prob)
     stats = corpus_stats(corpus)
     verdict = "FAILED" if problems else "ok"
     print(f"corpus {verdict}: {stats['incidents']} incidents, {stats['examples']} examples, "
-          f"{stats['signatures']} signatures, {len(problems)} problems", file=sys.stderr if problems else sys.stdout)
+          f"{stats['signatures']} signatures, {len(catalogue)} catalogue templates, {len(problems)} problems", file=sys.stderr if problems else sys.stdout)
     return EXIT_FAIL if problems else EXIT_OK
 
 
@@ -191,6 +200,22 @@ def cmd_corpus_stats(args: argparse.Namespace, settings: Settings) -> int:
     for cat, n in stats["per_category"].items():
         print(f"{cat:<26}{n:>10}{stats['examples_per_category'][cat]:>10}")
     print("engines: " + ", ".join(f"{k} {v}" for k, v in stats["per_engine"].items()))
+    return EXIT_OK
+
+
+def cmd_corpus_mine(args: argparse.Namespace, settings: Settings) -> int:
+    from .corpus import add_to_catalogue, mine_tree
+
+    root = Path(args.source_dir)
+    if not root.is_dir():
+        raise InputError(f"{root}: not a source directory")
+    if not args.engine.replace("-", "").replace("_", "").isalnum():
+        raise InputError(f"--engine {args.engine!r}: use a plain name such as sglang, vllm, trtllm, torch, nccl")
+    mined = list(mine_tree(root, args.engine, args.version, args.under))
+    if not mined:
+        raise InputError(f"{root}: no message templates found (is it the directory holding the package?)")
+    path, before, after = add_to_catalogue(mined, args.engine, args.catalogue)
+    print(f"{args.engine} {args.version}: {len(mined)} templates mined; {path.name} {before} -> {after}")
     return EXIT_OK
 
 

@@ -1,0 +1,351 @@
+"""Mining the message catalogue: every message an engine's source can print, as a linear-time regex.
+
+An engine only prints what its source contains. The miner reads a source tree and records each message
+template with where it comes from: Python `raise X(...)`, `logger.error/warning/exception/critical/
+info/debug(...)`, `warnings.warn(...)` and `assert cond, "..."` (read with `ast`, so f-strings,
+`%`-formats and `.format()` are understood), and C++ `TLLM_CHECK_WITH_INFO`, `TLLM_THROW`,
+`TLLM_LOG_*`, `TORCH_CHECK`, `C10_CUDA_CHECK`-style checks and NCCL's `WARN(...)`/`INFO(...)`.
+Placeholders become bounded wildcards; the literal text around them is escaped, so every regex is RE2
+(no backtracking) and matches the template it came from when its placeholders are rendered.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import re
+from pathlib import Path
+from typing import Iterable, Iterator
+
+MIN_LITERAL = 12          # a template with less literal text than this matches too much to be evidence
+MAX_TEMPLATE = 400        # longer messages are cut (the head of a message identifies it)
+PY_LEVELS = {"error": "error", "exception": "error", "critical": "error", "fatal": "error", "warning": "warning",
+             "warn": "warning", "warning_once": "warning", "info": "info", "info_once": "info", "debug": "debug"}
+CPP_MACROS = {  # macro -> (level, index of the first message argument)
+    "TLLM_CHECK_WITH_INFO": ("check", 1), "TLLM_THROW": ("raise", 0), "TLLM_LOG_ERROR": ("error", 0),
+    "TLLM_LOG_WARNING": ("warning", 0), "TLLM_LOG_INFO": ("info", 0), "TLLM_LOG_DEBUG": ("debug", 0),
+    "TLLM_LOG_EXCEPTION": ("error", 1), "TORCH_CHECK": ("check", 1), "TORCH_CHECK_WITH": ("check", 2),
+    "TORCH_WARN": ("warning", 0), "TORCH_WARN_ONCE": ("warning", 0), "C10_THROW_ERROR": ("raise", 1),
+    "LOG(ERROR) <<": ("error", 0), "LOG(WARNING) <<": ("warning", 0), "WARN": ("warning", 0), "INFO": ("info", 1),
+    "TORCH_INTERNAL_ASSERT": ("check", 1),
+}
+PLACEHOLDER = "{}"
+
+_CPP_CALL = re.compile(r"\b(" + "|".join(re.escape(m) for m in sorted(
+    (m for m in CPP_MACROS if not m.endswith("<<")), key=len, reverse=True)) + r")\s*\(")
+_CPP_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+_CPP_FORMAT = re.compile(r"%[-+ #0]*\d*(?:\.\d+)?(?:hh|h|ll|l|z|j|t|L)?[diouxXeEfgGcspaA]|%%|\{\}")
+_PY_PERCENT = re.compile(r"%(?:\([^)]*\))?[-+ #0]*\d*(?:\.\d+)?[diouxXeEfgGcrsa%]")
+_PY_BRACES = re.compile(r"\{[^{}]*\}")
+_NUMERIC_SPEC = re.compile(r"[diouxXeEfgG]$")
+_LITERAL = re.compile(r"[A-Za-z]")
+
+
+@dataclasses.dataclass(frozen=True)
+class Template:
+    """One message an engine can print, and where its source prints it."""
+
+    engine: str
+    versions: tuple[str, ...]
+    file: str          # source path relative to the tree's root (the package path for Python)
+    function: str
+    level: str         # error | warning | info | debug | raise | assert | check
+    exception: str     # the exception type raised, when `level` is raise
+    template: str      # the message, each placeholder written as {}
+    regex: str         # RE2, matching the message with any values in its placeholders
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), ensure_ascii=False, separators=(",", ":"))
+
+    @property
+    def literal(self) -> int:
+        return len(self.template.replace(PLACEHOLDER, ""))
+
+
+def template_regex(parts: list[str | None]) -> str:
+    """Literal parts escaped, placeholders (None) as lazy wildcards: RE2, linear whatever the line."""
+    out = []
+    for part in parts:
+        out.append(r".*?" if part is None else _escape(part))
+    return "".join(out).replace(r".*?.*?", r".*?")
+
+
+def _escape(text: str) -> str:
+    """RE2-safe: metacharacters escaped, a space as any run of whitespace (logs re-wrap messages)."""
+    return re.sub(r"([\\.^$|?*+()\[\]{}])", r"\\\1", text).replace(" ", r"\s+")
+
+
+def render(template: str, value: str = "7") -> str:
+    """The template with a value in every placeholder (what `corpus check` matches each regex against)."""
+    return template.replace(PLACEHOLDER, value)
+
+
+# -- Python ---------------------------------------------------------------------------------------
+def _parts_of(node: ast.AST) -> list[str | None] | None:
+    """The message of an expression as literal parts and placeholders; None when it is not a message."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.JoinedStr):
+        parts: list[str | None] = []
+        for v in node.values:
+            if isinstance(v, ast.Constant) and isinstance(v.value, str):
+                parts.append(v.value)
+            else:
+                parts.append(None)
+        return parts
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        left = _parts_of(node.left)
+        return _split(left, _PY_PERCENT) if left else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _parts_of(node.left), _parts_of(node.right)
+        if left is None and right is None:
+            return None
+        return (left or [None]) + (right or [None])
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+        base = _parts_of(node.func.value)
+        return _split(base, _PY_BRACES) if base else None
+    return None
+
+
+def _split(parts: list[str | None], placeholder: re.Pattern[str]) -> list[str | None]:
+    out: list[str | None] = []
+    for part in parts:
+        if part is None:
+            out.append(None)
+            continue
+        pos = 0
+        for m in placeholder.finditer(part):
+            if m.group(0) in ("%%", "{{", "}}"):
+                continue
+            out.append(part[pos:m.start()])
+            out.append(None)
+            pos = m.end()
+        out.append(part[pos:])
+    return out
+
+
+class _PyVisitor(ast.NodeVisitor):
+    def __init__(self) -> None:
+        self.found: list[tuple[str, str, str, list[str | None]]] = []  # function, level, exception, parts
+        self._func: list[str] = []
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self._func.append(node.name)
+        self.generic_visit(node)
+        self._func.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def _add(self, level: str, exception: str, node: ast.AST | None) -> None:
+        parts = _parts_of(node) if node is not None else None
+        if parts:
+            self.found.append((self._func[-1] if self._func else "<module>", level, exception, parts))
+
+    def visit_Raise(self, node: ast.Raise) -> None:
+        exc = node.exc
+        if isinstance(exc, ast.Call) and exc.args:
+            name = exc.func.id if isinstance(exc.func, ast.Name) else \
+                exc.func.attr if isinstance(exc.func, ast.Attribute) else "Exception"
+            self._add("raise", name, exc.args[0])
+        self.generic_visit(node)
+
+    def visit_Assert(self, node: ast.Assert) -> None:
+        self._add("assert", "AssertionError", node.msg)
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Attribute) and node.args:
+            owner = func.value
+            owner_name = owner.id if isinstance(owner, ast.Name) else owner.attr if isinstance(owner, ast.Attribute) else ""
+            if func.attr in PY_LEVELS and "log" in owner_name.lower():
+                parts = _parts_of(node.args[0])
+                if parts:  # logging formats its arguments %-style, lazily
+                    self.found.append((self._func[-1] if self._func else "<module>", PY_LEVELS[func.attr], "",
+                                       _split(parts, _PY_PERCENT)))
+            elif func.attr == "warn" and owner_name == "warnings":
+                self._add("warning", "", node.args[0])
+        self.generic_visit(node)
+
+
+def mine_python(source: str) -> list[tuple[str, str, str, list[str | None]]]:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    visitor = _PyVisitor()
+    visitor.visit(tree)
+    return visitor.found
+
+
+# -- C++ ------------------------------------------------------------------------------------------
+_CPP_FUNC = re.compile(r"^[\w:<>,\s*&~]+?\b([A-Za-z_]\w*(?:::~?\w+)*)\s*\([^;{}]*\)\s*(?:const\s*)?(?:noexcept\s*)?\{",
+                       re.M)
+
+
+_CPP_KEYWORDS = frozenset({"if", "for", "while", "switch", "catch", "return", "sizeof", "defined", "else"})
+
+
+def mine_cpp(source: str) -> list[tuple[str, str, str, list[str | None]]]:
+    found = []
+    funcs = [(m.start(), m.group(1)) for m in _CPP_FUNC.finditer(source) if m.group(1) not in _CPP_KEYWORDS]
+    for m in _CPP_CALL.finditer(source):
+        macro = m.group(1)
+        level, first = CPP_MACROS[macro]
+        args = _call_args(source, m.end())
+        if args is None or len(args) <= first:
+            continue
+        parts = _cpp_message(args[first:])
+        if not parts:
+            continue
+        func = next((name for pos, name in reversed(funcs) if pos < m.start()), "<file>")
+        exception = "TllmException" if macro.startswith("TLLM_") and level in ("check", "raise") else ""
+        found.append((func, level, exception, parts))
+    return found
+
+
+def _call_args(source: str, pos: int, limit: int = 4000) -> list[str] | None:
+    """Top-level comma-separated arguments of a call whose '(' ends at `pos`."""
+    depth, args, cur, i, end = 1, [], [], pos, min(len(source), pos + limit)
+    in_str = False
+    while i < end:
+        ch = source[i]
+        if in_str:
+            cur.append(ch)
+            if ch == "\\" and i + 1 < end:
+                cur.append(source[i + 1])
+                i += 1
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+            cur.append(ch)
+        elif ch in "([{":
+            depth += 1
+            cur.append(ch)
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                args.append("".join(cur).strip())
+                return args
+            cur.append(ch)
+        elif ch == "," and depth == 1:
+            args.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+        i += 1
+    return None
+
+
+def _cpp_message(args: list[str]) -> list[str | None] | None:
+    """The format string (adjacent literals joined) with printf/{} placeholders; the rest are values."""
+    strings = _CPP_STRING.findall(args[0])
+    if not strings:
+        return None
+    text = "".join(_unescape(s) for s in strings)
+    parts: list[str | None] = []
+    pos = 0
+    for m in _CPP_FORMAT.finditer(text):
+        if m.group(0) == "%%":
+            continue
+        parts.append(text[pos:m.start()])
+        parts.append(None)
+        pos = m.end()
+    parts.append(text[pos:])
+    return parts
+
+
+def _unescape(s: str) -> str:
+    return s.replace(r"\"", '"').replace(r"\n", " ").replace(r"\t", " ").replace("\\\\", "\\")
+
+
+# -- the tree -------------------------------------------------------------------------------------
+PY_SUFFIXES = (".py",)
+CPP_SUFFIXES = (".cpp", ".cc", ".cu", ".h", ".hpp", ".cuh", ".c")
+
+
+def mine_tree(root: Path, engine: str, version: str, under: Iterable[str] = ()) -> Iterator[Template]:
+    """Every template under `root` (only below the `under` prefixes when given), in file order, paths
+    relative to `root` (so `root` is the directory holding the package: `sglang/srt/...`)."""
+    seen: set[tuple[str, str, str]] = set()
+    prefixes = tuple(under)
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in PY_SUFFIXES + CPP_SUFFIXES):
+        rel = path.relative_to(root).as_posix()
+        if _skipped(rel) or (prefixes and not rel.startswith(prefixes)):
+            continue
+        try:
+            source = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        mined = mine_python(source) if path.suffix in PY_SUFFIXES else mine_cpp(source)
+        for func, level, exception, parts in mined:
+            template = _template(parts)
+            if template is None or (rel, level, template) in seen:
+                continue
+            seen.add((rel, level, template))
+            yield Template(engine, (version,), rel, func, level, exception, template, template_regex(_regex_parts(template)))
+
+
+def _skipped(rel: str) -> bool:
+    lowered = rel.lower()
+    return any(part in lowered for part in ("/tests/", "/test/", "tests/", "/benchmarks/", "/examples/", "test_"))
+
+
+def _template(parts: list[str | None]) -> str | None:
+    merged: list[str] = []
+    for part in parts:
+        text = PLACEHOLDER if part is None else re.sub(r"\s+", " ", part)
+        if merged and merged[-1] == PLACEHOLDER and text == PLACEHOLDER:
+            continue
+        merged.append(text)
+    template = "".join(merged).strip()
+    template = template[:MAX_TEMPLATE]
+    literal = template.replace(PLACEHOLDER, "")
+    if len(literal) < MIN_LITERAL or not _LITERAL.search(literal):
+        return None
+    return template
+
+
+def _regex_parts(template: str) -> list[str | None]:
+    parts: list[str | None] = []
+    for i, chunk in enumerate(template.split(PLACEHOLDER)):
+        if i:
+            parts.append(None)
+        if chunk:
+            parts.append(chunk)
+    return parts
+
+
+def merge(catalogues: Iterable[Iterable[Template]]) -> list[Template]:
+    """One entry per (engine, file, level, template), with every version it was seen in."""
+    by_key: dict[tuple[str, str, str, str], Template] = {}
+    for templates in catalogues:
+        for t in templates:
+            key = (t.engine, t.file, t.level, t.template)
+            old = by_key.get(key)
+            if old is None:
+                by_key[key] = t
+            elif t.versions[0] not in old.versions:
+                by_key[key] = dataclasses.replace(old, versions=old.versions + t.versions)
+    return sorted(by_key.values(), key=lambda t: (t.engine, t.file, t.template))
+
+
+def write_catalogue(templates: Iterable[Template], path: Path) -> int:
+    n = 0
+    with open(path, "w", encoding="utf-8") as fh:
+        for t in templates:
+            fh.write(t.to_json() + "\n")
+            n += 1
+    return n
+
+
+def read_catalogue(path: Path) -> list[Template]:
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for raw in fh:
+            if raw.strip():
+                row = json.loads(raw)
+                out.append(Template(**{**row, "versions": tuple(row["versions"])}))
+    return out

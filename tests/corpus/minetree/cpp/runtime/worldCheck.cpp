@@ -1,0 +1,13 @@
+// A small source file written for the miner's test.
+#include "check.h"
+
+void validateWorld(int mpiSize, int tp, int pp)
+{
+    TLLM_CHECK_WITH_INFO(mpiSize == tp * pp,
+        "World size %d does not equal tensor parallelism %d times pipeline parallelism %d", mpiSize, tp, pp);
+    TLLM_LOG_WARNING("Rank layout " "was guessed from the environment");
+    if (tp > 64)
+    {
+        TLLM_THROW("Tensor parallelism of %d is not supported here", tp);
+    }
+}

@@ -1,0 +1,18 @@
+"""A small source file written for the miner's test: every way an engine prints a message."""
+import logging
+import warnings
+
+logger = logging.getLogger(__name__)
+
+
+class TokenPool:
+    def alloc(self, need, free):
+        if need > free:
+            raise RuntimeError(f"Token pool exhausted: need {need} slots but only {free} are free")
+        assert need >= 0, "allocation size must not be negative"
+        logger.warning("Pool usage at %.2f, evicting %d entries", free / (need + 1), need)
+        logger.info("Allocated %d slots from the token pool", need)
+        if free == 0:
+            raise ValueError("No free slots in pool {} (size {})".format("kv", 0))
+        warnings.warn("the legacy allocator path is deprecated and will be removed")
+        raise MemoryError("short")  # too little literal text to be evidence

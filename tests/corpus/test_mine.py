@@ -1,0 +1,66 @@
+"""The message miner on a small source tree written for this test (tests/corpus/minetree)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import re2
+
+from servetriage.corpus import check_catalogue, load_catalogue, mine_tree
+from servetriage.corpus._mine import render
+
+TREE = Path(__file__).parent / "minetree"
+
+
+def _by_template(engine: str = "fake"):
+    return {t.template: t for t in mine_tree(TREE, engine, "1.0")}
+
+
+def test_python_messages_become_templates_with_their_place_and_level():
+    found = _by_template()
+    raise_ = found["Token pool exhausted: need {} slots but only {} are free"]
+    assert (raise_.level, raise_.exception, raise_.function) == ("raise", "RuntimeError", "alloc")
+    assert raise_.file == "fakeengine/srt/mem_cache/pool.py" and raise_.versions == ("1.0",)
+    assert found["allocation size must not be negative"].level == "assert"
+    assert found["Pool usage at {}, evicting {} entries"].level == "warning"
+    assert found["Allocated {} slots from the token pool"].level == "info"
+    assert found["No free slots in pool {} (size {})"].exception == "ValueError"
+    assert found["the legacy allocator path is deprecated and will be removed"].level == "warning"
+    assert "short" not in found  # too little literal text
+
+
+def test_cpp_checks_and_logs_become_templates():
+    found = _by_template()
+    check = found["World size {} does not equal tensor parallelism {} times pipeline parallelism {}"]
+    assert (check.level, check.file, check.function) == ("check", "cpp/runtime/worldCheck.cpp", "validateWorld")
+    assert found["Rank layout was guessed from the environment"].level == "warning"
+    assert found["Tensor parallelism of {} is not supported here"].level == "raise"
+
+
+def test_every_regex_is_re2_and_matches_real_renderings():
+    found = _by_template()
+    assert check_catalogue(tuple(found.values())) == []
+    rx = re2.compile(found["Token pool exhausted: need {} slots but only {} are free"].regex)
+    assert rx.search("[2026-11-30 10:00:01 TP0] RuntimeError: Token pool exhausted: need 4096 slots but only 12 are free")
+    assert not rx.search("Token pool exhausted")
+    world = re2.compile(found["World size {} does not equal tensor parallelism {} times pipeline parallelism {}"].regex)
+    assert world.search("[TensorRT-LLM][ERROR] Assertion failed: World size 8 does not equal tensor  parallelism 4 "
+                        "times pipeline parallelism 1 (worldCheck.cpp:6)")
+    assert all(re2.compile(t.regex).search(render(t.template, "x y")) for t in found.values())
+
+
+def test_mine_command_merges_versions_into_one_file(tmp_path):
+    from test_cli import run  # the installed console script, as a user runs it
+
+    cat = tmp_path / "catalogue"
+    for version in ("1.0", "1.1"):
+        r = run("corpus", "mine", str(TREE), "--engine", "fake", "--version", version, "--catalogue", str(cat),
+                tmp=tmp_path / "data")
+        assert r.returncode == 0, r.stderr
+    rows = [json.loads(line) for line in (cat / "fake.jsonl").read_text().splitlines()]
+    assert len(rows) == len(_by_template()) and all(row["versions"] == ["1.0", "1.1"] for row in rows)
+    assert {t.engine for t in load_catalogue(cat)} == {"fake"}
+    bad = run("corpus", "mine", str(tmp_path / "nowhere"), "--engine", "fake", "--version", "1", tmp=tmp_path / "data")
+    assert bad.returncode == 2 and len(bad.stderr.decode().strip().splitlines()) == 1
