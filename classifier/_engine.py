@@ -25,6 +25,7 @@ from ._features import has_fault
 from ._fuse import Calibrator, Fusion, PassScores, fuse
 from ._ingest import LogText, from_text
 from ._metrics import MetricsVerdict, assess
+from ._messages import MessageIndex, message_index
 from ._precedence import Ordering
 from ._reading import read_log
 from ._redact import redact
@@ -103,6 +104,10 @@ class Engine:
         return LifecyclePatterns(self.corpus.lifecycle)
 
     @functools.cached_property
+    def messages(self) -> MessageIndex:
+        return message_index(self.corpus)
+
+    @functools.cached_property
     def symptom_roles(self) -> frozenset[str]:
         return frozenset(c for c, cat in self.corpus.categories.items() if cat.symptom)
 
@@ -114,6 +119,7 @@ class Engine:
         """Build every part now (the bot calls this before it reports ready)."""
         self.scanner
         self.lifecycle
+        self.messages
         self.passes
         self.diagnose_text("warm-up: RuntimeError: CUDA error: out of memory")
         return self
@@ -125,7 +131,7 @@ class Engine:
     def diagnose(self, log: LogText) -> Diagnosis:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        reading = read_log(log.text, self.scanner, self.corpus, self.lifecycle, self.symptom_roles)
+        reading = read_log(log.text, self.scanner, self.corpus, self.lifecycle, self.symptom_roles, self.messages)
         shape, chain, ordering, ex = reading.shape, reading.chain, reading.ordering, reading.focus
         blank = not log.text or log.text.isspace()
         t1 = t0 + reading.shape.seconds

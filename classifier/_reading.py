@@ -13,6 +13,7 @@ from servetriage.corpus import Corpus
 from ._chain import Chain, Severity, chain_hits, find_chain, severity
 from ._codepath import attribute
 from ._extract import Extract, extract
+from ._messages import MessageIndex
 from ._precedence import Ordering, order
 from ._rules import Scanner
 from ._shape import LifecyclePatterns, LogShape
@@ -34,17 +35,22 @@ class Reading:
 
 
 def read_log(text: str, scanner: Scanner, corpus: Corpus, patterns: LifecyclePatterns,
-             symptom_roles: frozenset[str]) -> Reading:
+             symptom_roles: frozenset[str], messages: MessageIndex | None = None) -> Reading:
+    """`messages`: the mined catalogue; an error line no signature names is placed by where it is printed."""
     shape = LogShape(text, patterns)
     whole = extract(text, shape.data)
     whole = dataclasses.replace(whole, lines=tuple(l for l in whole.lines if not shape.is_printout(l)))
     hits = [h for h in scanner.scan(text, shape.data) if not shape.is_printout(h.line)]
+    if messages is not None:
+        errors = [l for l in whole.lines if not l.frame and severity(l, patterns) >= Severity.ERROR]
+        hits += messages.attribute(errors, {h.line.no for h in hits}, symptom_roles)
     hits += attribute(whole, corpus.code_paths, {h.line.no for h in hits}, symptom_roles)
     chain = find_chain(shape, fault_lines(whole, patterns), hits, frozenset(corpus.lifecycle.stop_categories))
     ordering = order(chain_hits(chain, hits, corpus.explains), corpus.explains)
     serious = any(f.severity >= Severity.ERROR for f in chain.faults)
     focus = tuple(l for l in whole.lines
-                  if chain.in_focus(l.no) and not (serious and shape.is_stats(l)))  # stats never explain an error
+                  if chain.in_focus(l.no) and not (serious and shape.is_stats(l))  # stats never explain an error
+                  and not (messages is not None and not l.exception and messages.is_noise(l)))
     return Reading(shape, whole, tuple(hits), chain, ordering, dataclasses.replace(whole, lines=focus))
 
 

@@ -22,6 +22,7 @@ from ._embed import Embedder, normalize_line
 from ._extract import Extract, extract
 from ._features import QUERY_LINES, document, has_fault, query_lines
 from ._fuse import UNKNOWN, Calibrator, PassScores, candidates, features, fuse
+from ._messages import message_index
 from ._reading import read_log
 from ._retrieval import Entry, Index, stop_lines
 from ._rules import Scanner
@@ -166,6 +167,7 @@ def _cross_validate(corpus: Corpus, prep: list[_Prepared], full_index: Index, qv
         return rows, labels, cv_preds, known_preds
     known = Scanner(corpus)
     lifecycle = LifecyclePatterns(corpus.lifecycle)
+    messages = message_index(corpus)
     entry_incident = [e.incident for e in full_index.entries]
     for train_idx, test_idx in GroupKFold(n_splits=n_folds).split(prep, groups=groups):
         held = {groups[i] for i in test_idx}
@@ -185,7 +187,7 @@ def _cross_validate(corpus: Corpus, prep: list[_Prepared], full_index: Index, qv
             # failure whose signature fires (the whole corpus's); the learned passes are held out in
             # both. Calibrating on the first alone teaches the calibrator that rule hits are noise.
             for rules, preds in ((scanner, cv_preds), (known, known_preds)):
-                ordering = read_log(p.example.text, rules, corpus, lifecycle, symptom_roles).ordering  # as served
+                ordering = read_log(p.example.text, rules, corpus, lifecycle, symptom_roles, messages).ordering  # as served
                 preds.append((p.example.category, ordering, rs, cs, faulty))
                 for c in candidates(ordering, rs, cs):
                     rows.append(features(c, ordering, rs, cs, symptom_roles, faulty))

@@ -8,11 +8,11 @@ from ._check import Problem, check_corpus, corpus_stats
 from ._mine import Template, mine_tree
 from ._load import (builtin_dir, incident_files, load_categories, load_corpus, load_lifecycle, load_precedence, parse_incident,
                     parse_incidents)
-from ._types import (ENGINES, TRIAGE_CLASSES, UNKNOWN, Category, CodePath, Corpus, Incident, Lifecycle, PrintoutBlock,
-                     Signature)
+from ._types import (ENGINES, TRIAGE_CLASSES, UNKNOWN, Category, CodePath, Corpus, Incident, Lifecycle, MessagePath,
+                     PrintoutBlock, Signature)
 
 __all__ = [
-    "Category", "CodePath", "Corpus", "ENGINES", "Incident", "Lifecycle", "PrintoutBlock", "Problem", "Signature", "TRIAGE_CLASSES", "UNKNOWN",
+    "Category", "CodePath", "Corpus", "ENGINES", "Incident", "Lifecycle", "MessagePath", "PrintoutBlock", "Problem", "Signature", "TRIAGE_CLASSES", "UNKNOWN",
     "Template", "add_to_catalogue", "builtin_dir", "catalogue_counts", "catalogue_dir", "check_catalogue", "check_corpus", "corpus_stats", "incident_files", "load_categories",
     "load_catalogue", "load_corpus", "load_lifecycle", "load_precedence", "mine_tree", "parse_incident",
     "parse_incidents",

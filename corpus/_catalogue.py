@@ -1,4 +1,4 @@
-"""The message catalogue on disk: `corpus/catalogue/<engine>.jsonl`, one mined template per line.
+"""The message catalogue on disk: `corpus/catalogue/<engine>.jsonl.gz`, one mined template per line.
 
 Mined by `servetriage corpus mine` (`_mine.py`) from the engines' sources; each entry keeps its engine,
 the versions it was seen in, its source file and function, and its level. `corpus check` validates it.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import hashlib
 from pathlib import Path
 
 import re2
@@ -31,7 +32,7 @@ def load_catalogue(directory: Path | None = None) -> tuple[Template, ...]:
     if not root.is_dir():
         return ()
     out: list[Template] = []
-    for path in sorted(root.glob("*.jsonl")):
+    for path in sorted(root.glob("*.jsonl.gz")):
         out.extend(read_catalogue(path))
     return tuple(out)
 
@@ -58,9 +59,21 @@ def add_to_catalogue(mined: list[Template], engine: str, directory: Path | None 
     """Merge newly mined templates into the engine's file; returns (path, templates before, after)."""
     root = directory or catalogue_dir()
     root.mkdir(parents=True, exist_ok=True)
-    path = root / f"{engine}.jsonl"
+    path = root / f"{engine}.jsonl.gz"
     old = read_catalogue(path) if path.is_file() else []
     merged = merge([old, mined])
     write_catalogue(merged, path)
     load_catalogue.cache_clear()
+    catalogue_digest.cache_clear()
     return path, len(old), len(merged)
+
+
+@functools.lru_cache(maxsize=4)
+def catalogue_digest(directory: Path | None = None) -> str:
+    """A hash of the catalogue files: part of the corpus fingerprint (the calibration reads through it)."""
+    h = hashlib.sha256()
+    root = directory or catalogue_dir()
+    for path in sorted(root.glob("*.jsonl.gz")) if root.is_dir() else ():
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]

@@ -11,8 +11,8 @@ import yaml
 
 from servetriage._errors import CorpusError
 
-from ._types import (ENGINES, TRIAGE_CLASSES, UNKNOWN, Category, CodePath, Corpus, Incident, Lifecycle, PrintoutBlock,
-                     Signature)
+from ._types import (ENGINES, TRIAGE_CLASSES, UNKNOWN, Category, CodePath, Corpus, Incident, Lifecycle, MessagePath,
+                     PrintoutBlock, Signature)
 
 # libyaml's safe loader reads the corpus about ten times faster than the pure-Python one.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -168,6 +168,7 @@ def load_precedence(categories: dict[str, Category], path: Path | None = None) -
         "feature_code_paths": {c: tuple(v) for c, v in paths.items()},
         "feature_markers": {c: tuple(v) for c, v in markers.items()},
         "code_paths": _code_paths(data.get("code_paths") or [], categories, path),
+        "message_paths": _message_paths(data.get("message_paths") or [], categories, path),
         "explains": {c: frozenset(v) for c, v in explains.items()},
     }
 
@@ -191,6 +192,27 @@ def _code_paths(entries: Any, categories: dict[str, Category], path: Path) -> tu
         if "exceptions" in entry and not _is_str_list(entry["exceptions"]):
             raise CorpusError(f"{where}: exceptions must be a list of exception type names")
         out.append(CodePath(entry["category"], tuple(entry["frames"]), tuple(entry.get("exceptions") or ())))
+    return tuple(out)
+
+
+def _message_paths(entries: Any, categories: dict[str, Category], path: Path) -> tuple[MessagePath, ...]:
+    if not isinstance(entries, list):
+        raise CorpusError(f"{path}: 'message_paths' must be a list")
+    out = []
+    for n, entry in enumerate(entries):
+        where = f"{path}: message_paths[{n}]"
+        if not isinstance(entry, dict) or set(entry) - {"category", "paths", "words"}:
+            raise CorpusError(f"{where}: expected a mapping with category, paths and optional words")
+        if entry.get("category") not in categories or entry["category"] == UNKNOWN:
+            raise CorpusError(f"{where}: unknown category {entry.get('category')!r}")
+        if not _is_str_list(entry.get("paths")) or not entry["paths"]:
+            raise CorpusError(f"{where}: paths must be a non-empty list of path fragments")
+        words = entry.get("words")
+        if words is not None:
+            if not isinstance(words, str) or not words:
+                raise CorpusError(f"{where}: words must be an RE2 pattern")
+            _patterns([words], where)
+        out.append(MessagePath(entry["category"], tuple(entry["paths"]), words))
     return tuple(out)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import gzip
 import json
 import re
 from pathlib import Path
@@ -31,6 +32,7 @@ CPP_MACROS = {  # macro -> (level, index of the first message argument)
     "TORCH_INTERNAL_ASSERT": ("check", 1),
 }
 PLACEHOLDER = "{}"
+KEPT_LEVELS = frozenset({"error", "warning", "info", "raise", "assert", "check"})  # debug never reaches a paste
 
 _CPP_CALL = re.compile(r"\b(" + "|".join(re.escape(m) for m in sorted(
     (m for m in CPP_MACROS if not m.endswith("<<")), key=len, reverse=True)) + r")\s*\(")
@@ -53,7 +55,11 @@ class Template:
     level: str         # error | warning | info | debug | raise | assert | check
     exception: str     # the exception type raised, when `level` is raise
     template: str      # the message, each placeholder written as {}
-    regex: str         # RE2, matching the message with any values in its placeholders
+
+    @property
+    def regex(self) -> str:
+        """RE2, matching the message with any values in its placeholders (derived, so not stored)."""
+        return template_regex(_regex_parts(self.template))
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), ensure_ascii=False, separators=(",", ":"))
@@ -281,11 +287,13 @@ def mine_tree(root: Path, engine: str, version: str, under: Iterable[str] = ()) 
             continue
         mined = mine_python(source) if path.suffix in PY_SUFFIXES else mine_cpp(source)
         for func, level, exception, parts in mined:
+            if level not in KEPT_LEVELS:
+                continue
             template = _template(parts)
             if template is None or (rel, level, template) in seen:
                 continue
             seen.add((rel, level, template))
-            yield Template(engine, (version,), rel, func, level, exception, template, template_regex(_regex_parts(template)))
+            yield Template(engine, (version,), rel, func, level, exception, template)
 
 
 def _skipped(rel: str) -> bool:
@@ -333,8 +341,9 @@ def merge(catalogues: Iterable[Iterable[Template]]) -> list[Template]:
 
 
 def write_catalogue(templates: Iterable[Template], path: Path) -> int:
+    """JSON lines, gzip-compressed (`zcat` reads it): tens of thousands of templates in a few MB."""
     n = 0
-    with open(path, "w", encoding="utf-8") as fh:
+    with gzip.open(path, "wt", encoding="utf-8", compresslevel=9) as fh:
         for t in templates:
             fh.write(t.to_json() + "\n")
             n += 1
@@ -343,7 +352,7 @@ def write_catalogue(templates: Iterable[Template], path: Path) -> int:
 
 def read_catalogue(path: Path) -> list[Template]:
     out = []
-    with open(path, encoding="utf-8") as fh:
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
         for raw in fh:
             if raw.strip():
                 row = json.loads(raw)

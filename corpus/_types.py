@@ -47,6 +47,16 @@ class CodePath:
 
 
 @dataclasses.dataclass(frozen=True)
+class MessagePath:
+    """precedence.yaml: where an engine prints a message (a source path fragment, and optionally the
+    message's words as an RE2 regex) places it in a category."""
+
+    category: str
+    paths: tuple[str, ...]
+    words: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class PrintoutBlock:
     """lifecycle.yaml: a printout that spans lines, from `start` to the next log record."""
 
@@ -108,6 +118,7 @@ class Corpus:
     code_paths: tuple[CodePath, ...] = ()
     explains: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)  # later fault -> earlier symptoms
     lifecycle: Lifecycle = Lifecycle()
+    message_paths: tuple[MessagePath, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_id", {i.id: i for i in self.incidents})
@@ -134,4 +145,7 @@ class Corpus:
         h.update(json.dumps([dataclasses.asdict(c) for c in self.code_paths], sort_keys=True).encode())
         h.update(json.dumps({c: sorted(v) for c, v in self.explains.items()}, sort_keys=True).encode())
         h.update(json.dumps(dataclasses.asdict(self.lifecycle), sort_keys=True).encode())
+        h.update(json.dumps([dataclasses.asdict(m) for m in self.message_paths], sort_keys=True).encode())
+        from ._catalogue import catalogue_digest  # the catalogue is data beside the corpus, read as it is
+        h.update(catalogue_digest().encode())
         return h.hexdigest()[:16]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
 import json
-import subprocess
 from pathlib import Path
 
 import re2
@@ -59,7 +59,7 @@ def test_mine_command_merges_versions_into_one_file(tmp_path):
         r = run("corpus", "mine", str(TREE), "--engine", "fake", "--version", version, "--catalogue", str(cat),
                 tmp=tmp_path / "data")
         assert r.returncode == 0, r.stderr
-    rows = [json.loads(line) for line in (cat / "fake.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in gzip.decompress((cat / "fake.jsonl.gz").read_bytes()).decode().splitlines()]
     assert len(rows) == len(_by_template()) and all(row["versions"] == ["1.0", "1.1"] for row in rows)
     assert {t.engine for t in load_catalogue(cat)} == {"fake"}
     bad = run("corpus", "mine", str(tmp_path / "nowhere"), "--engine", "fake", "--version", "1", tmp=tmp_path / "data")

@@ -1,0 +1,110 @@
+"""Known messages: a log line read against the catalogue mined from the engines' sources.
+
+An error line that no corpus signature names is still a message some engine prints somewhere; the
+catalogue says where (source file and function), and `message_paths` (precedence.yaml) turns the place
+into a category. A C++ location inside the line (`Assertion failed: … (…/runtime/worldConfig.cpp:99)`)
+is read the same way. Either is a weak rule hit: stronger than a code-path guess, weaker than any
+hand-written signature.
+
+Matching tens of thousands of templates per line must stay cheap: each template is indexed by its
+rarest literal word, a line's words pick the few candidates, and only those are tried as RE2 regexes.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+from typing import Iterable, Sequence
+
+import re2
+
+from servetriage.corpus import Corpus, MessagePath, Template, load_catalogue
+
+from ._types import Hit, Line
+
+SPECIFICITY = 0.55          # above a code-path attribution (0.5), below any real signature of 25+ characters
+MIN_ANCHOR = 4              # words shorter than this never index a template
+ERROR_LEVELS = frozenset({"error", "raise", "assert", "check"})
+NOISE_LEVELS = frozenset({"info"})
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{%d,}" % (MIN_ANCHOR - 1))
+_CPP_LOCATION = re.compile(r"([\w./+-]+\.(?:cpp|cu|cuh|cc|h|hpp))[:(](\d+)")
+_OPTIONS = re2.Options()
+_OPTIONS.log_errors = False
+
+
+class MessageIndex:
+    """The catalogue, indexed for one line at a time, with each template's place as a category."""
+
+    def __init__(self, templates: Sequence[Template], paths: Sequence[MessagePath]) -> None:
+        self._templates = tuple(templates)
+        self._paths = tuple(paths)
+        self._words = tuple(re2.compile(p.words, _OPTIONS) if p.words else None for p in self._paths)
+        frequency: collections.Counter[str] = collections.Counter()
+        literal_words = []
+        for t in self._templates:
+            words = set(_WORD.findall(t.template.replace("{}", " ")))
+            literal_words.append(words)
+            frequency.update(words)
+        self._by_word: dict[str, list[int]] = {}
+        for i, words in enumerate(literal_words):
+            if words:
+                anchor = min(words, key=lambda w: (frequency[w], -len(w)))
+                self._by_word.setdefault(anchor, []).append(i)
+        self._compiled: dict[int, "re2._Regexp"] = {}
+
+    def __len__(self) -> int:
+        return len(self._templates)
+
+    def lookup(self, text: str, levels: frozenset[str] | None = None) -> Template | None:
+        """The known message `text` holds (the most literal template that matches), else None."""
+        best: Template | None = None
+        for word in set(_WORD.findall(text)):
+            for i in self._by_word.get(word, ()):
+                t = self._templates[i]
+                if levels is not None and t.level not in levels:
+                    continue
+                if best is not None and t.literal <= best.literal:
+                    continue
+                rx = self._compiled.get(i)
+                if rx is None:
+                    rx = self._compiled[i] = re2.compile(t.regex, _OPTIONS)
+                if rx.search(text) is not None:
+                    best = t
+        return best
+
+    def place(self, path: str, message: str = "") -> str | None:
+        """The category of a source location (and message), per `message_paths`; None when none fits."""
+        for entry, words in zip(self._paths, self._words):
+            if any(fragment in path for fragment in entry.paths) and (words is None or words.search(message)):
+                return entry.category
+        return None
+
+    def is_noise(self, line: Line) -> bool:
+        """An info message of an engine (start-up, progress, routes): healthy output, never evidence."""
+        return self.lookup(line.body, NOISE_LEVELS) is not None and self.lookup(line.body, ERROR_LEVELS) is None
+
+    def attribute(self, lines: Iterable[Line], named: Iterable[int], symptoms: frozenset[str]) -> list[Hit]:
+        """A weak hit for each error line no rule named: its C++ location, else its catalogue template."""
+        taken = set(named)
+        hits: list[Hit] = []
+        for line in lines:
+            if line.no in taken or line.frame:
+                continue
+            category, where = None, ""
+            loc = _CPP_LOCATION.search(line.body)
+            if loc is not None:
+                category, where = self.place(loc.group(1), line.body), f"location: {loc.group(1)}:{loc.group(2)}"
+            if category is None:
+                t = self.lookup(line.body, ERROR_LEVELS)
+                if t is not None:
+                    category, where = self.place(t.file, t.template), f"catalogue: {t.engine} {t.file} in {t.function}"
+            if category is not None:
+                hits.append(Hit(incident="", category=category, pattern=where, specificity=SPECIFICITY, line=line,
+                                symptom=category in symptoms))
+        return hits
+
+
+def message_index(corpus: Corpus) -> MessageIndex:
+    """The packaged catalogue placed by the corpus's `message_paths`."""
+    return MessageIndex(load_catalogue(), corpus.message_paths)

@@ -1,0 +1,65 @@
+"""Known messages: error lines no signature names, placed by where the engine prints them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from servetriage.classifier import Engine
+from servetriage.classifier._messages import MessageIndex
+from servetriage.corpus import MessagePath, load_catalogue, mine_tree
+
+TREE = Path(__file__).resolve().parents[1] / "corpus" / "minetree"
+PATHS = (MessagePath("invalid-config", ("runtime/world",), "parallelism"),
+         MessagePath("kv-cache-exhausted", ("mem_cache/",)))
+
+
+def _index() -> MessageIndex:
+    return MessageIndex(list(mine_tree(TREE, "fake", "1.0")), PATHS)
+
+
+def test_a_line_is_matched_to_its_template_and_placed_by_its_source():
+    index = _index()
+    t = index.lookup("[2026-11-30 10:00:01 TP0] RuntimeError: Token pool exhausted: need 4096 slots but only 3 are free")
+    assert t is not None and t.file == "fakeengine/srt/mem_cache/pool.py" and t.level == "raise"
+    assert index.place(t.file, t.template) == "kv-cache-exhausted"
+    assert index.lookup("Token pool is fine today") is None
+
+
+def test_info_messages_are_noise_and_error_lines_become_weak_hits():
+    from servetriage.classifier import Line
+    index = _index()
+    info = Line(no=1, text="Allocated 12 slots from the token pool", body="Allocated 12 slots from the token pool")
+    err = Line(no=2, text="RuntimeError: Token pool exhausted: need 9 slots but only 1 are free",
+               body="RuntimeError: Token pool exhausted: need 9 slots but only 1 are free", exception=True)
+    assert index.is_noise(info) and not index.is_noise(err)
+    hits = index.attribute([info, err], named=(), symptoms=frozenset())
+    assert [(h.line.no, h.category) for h in hits] == [(2, "kv-cache-exhausted")]
+    assert hits[0].pattern.startswith("catalogue: fake fakeengine/srt/mem_cache/pool.py") and hits[0].specificity < 1
+    assert index.attribute([err], named=(2,), symptoms=frozenset()) == []  # a signature already named it
+
+
+def test_a_cpp_location_in_the_line_is_read_like_a_frame():
+    index = _index()
+    line = "[TensorRT-LLM][ERROR] Assertion failed: mpiSize == tp * pp (/src/cpp/tensorrt_llm/runtime/worldCheck.cpp:7)"
+    from servetriage.classifier import Line
+    hits = index.attribute([Line(no=1, text=line, body=line)], named=(), symptoms=frozenset())
+    assert hits == [] or hits[0].category == "invalid-config"  # the words decide: no "parallelism" in this one
+    worded = line.replace("mpiSize == tp * pp", "pipeline parallelism times tensor parallelism != world size")
+    hits = index.attribute([Line(no=1, text=worded, body=worded)], named=(), symptoms=frozenset())
+    assert hits[0].category == "invalid-config" and hits[0].pattern == "location: /src/cpp/tensorrt_llm/runtime/worldCheck.cpp:7"
+
+
+def test_the_packaged_catalogue_serves_the_engine(rules_engine):
+    assert len(load_catalogue()) >= 20000
+    assert {"sglang", "vllm", "nccl", "torch"} <= {t.engine for t in load_catalogue()}
+    d = rules_engine.diagnose_text("[rank0]: AssertionError: 4096 is not divisible by 3")
+    assert d.category == "invalid-config"
+    assert any(p.startswith("catalogue: ") and "distributed/utils.py in ensure_divisibility" in p
+               for p in _patterns(rules_engine, d))
+
+
+def _patterns(engine: Engine, d) -> list[str]:
+    from servetriage.classifier._reading import read_log
+    r = read_log("[rank0]: AssertionError: 4096 is not divisible by 3", engine.scanner, engine.corpus, engine.lifecycle,
+                 engine.symptom_roles, engine.messages)
+    return [h.pattern for h in r.hits]
