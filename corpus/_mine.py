@@ -30,6 +30,7 @@ CPP_MACROS = {  # macro -> (level, index of the first message argument)
     "TORCH_WARN": ("warning", 0), "TORCH_WARN_ONCE": ("warning", 0), "C10_THROW_ERROR": ("raise", 1),
     "LOG(ERROR) <<": ("error", 0), "LOG(WARNING) <<": ("warning", 0), "WARN": ("warning", 0), "INFO": ("info", 1),
     "TORCH_INTERNAL_ASSERT": ("check", 1),
+    "TLLM_CHECK": ("check", -1),  # no message: TensorRT-LLM prints the condition, "Assertion failed: <cond>"
 }
 PLACEHOLDER = "{}"
 KEPT_LEVELS = frozenset({"error", "warning", "info", "raise", "assert", "check"})  # debug never reaches a paste
@@ -200,9 +201,9 @@ def mine_cpp(source: str) -> list[tuple[str, str, str, list[str | None]]]:
         macro = m.group(1)
         level, first = CPP_MACROS[macro]
         args = _call_args(source, m.end())
-        if args is None or len(args) <= first:
+        if args is None or len(args) <= max(first, 0):
             continue
-        parts = _cpp_message(args[first:])
+        parts = ["Assertion failed: " + " ".join(args[0].split())] if first < 0 else _cpp_message(args[first:])
         if not parts:
             continue
         func = next((name for pos, name in reversed(funcs) if pos < m.start()), "<file>")

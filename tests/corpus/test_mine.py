@@ -37,6 +37,9 @@ def test_cpp_checks_and_logs_become_templates():
     assert (check.level, check.file, check.function) == ("check", "cpp/runtime/worldCheck.cpp", "validateWorld")
     assert found["Rank layout was guessed from the environment"].level == "warning"
     assert found["Tensor parallelism of {} is not supported here"].level == "raise"
+    cond = found["Assertion failed: mpiSize >= tp && pipelineStages(pp) > 0"]  # TLLM_CHECK prints its condition
+    assert cond.level == "check" and re2.compile(cond.regex).search(
+        "[TensorRT-LLM][ERROR] Assertion failed: mpiSize >= tp && pipelineStages(pp) > 0 (worldCheck.cpp:7)")
 
 
 def test_every_regex_is_re2_and_matches_real_renderings():

@@ -5,6 +5,7 @@ void validateWorld(int mpiSize, int tp, int pp)
 {
     TLLM_CHECK_WITH_INFO(mpiSize == tp * pp,
         "World size %d does not equal tensor parallelism %d times pipeline parallelism %d", mpiSize, tp, pp);
+    TLLM_CHECK(mpiSize >= tp && pipelineStages(pp) > 0);
     TLLM_LOG_WARNING("Rank layout " "was guessed from the environment");
     if (tp > 64)
     {
