@@ -111,7 +111,7 @@ def find_chain(shape: LogShape, fault_lines: Iterable[Line], hits: Sequence[Hit]
         lines.setdefault(h.line.no, h.line)
     ordered = sorted(lines.values(), key=lambda l: l.no)
     severities = [severity(line, shape.patterns) for line in ordered]
-    runs = shape.runs([l.no for l, sev in zip(ordered, severities) if sev >= Severity.ERROR])
+    runs = shape.runs([l.no for l, sev in zip(ordered, severities) if sev >= Severity.FATAL])
     starts = [r.first for r in runs]
     worked = [shape.last_progress(r.first, r.last + 1) or 0 for r in runs]
     faults = []
@@ -119,7 +119,11 @@ def find_chain(shape: LogShape, fault_lines: Iterable[Line], hits: Sequence[Hit]
         run = runs[max(0, bisect.bisect_right(starts, line.no) - 1)]
         faults.append(_fault(line, sev, run, worked[run.index], category_of.get(line.no), shape, quiet_categories))
     ended = [f for f in faults if f.outcome is Outcome.ENDED]
-    failed_runs = sorted({f.run for f in ended})
+    # A whole log's run fails on an error or worse, or on a line a rule names; an unnamed warning at
+    # its end (a deprecation, a fallback notice) ends no run. An excerpt's lines are its subject.
+    excerpt = {r.index: _excerpt(shape, r) for r in runs}
+    failed_runs = sorted({f.run for f in ended
+                          if f.severity >= Severity.ERROR or f.category is not None or excerpt[f.run]})
     if not failed_runs:
         last_run = runs[-1]
         own = [f for f in faults if f.run == last_run.index and f.outcome is not Outcome.ORDERLY]

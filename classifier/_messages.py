@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import collections
 import re
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import re2
 
@@ -55,6 +55,14 @@ class MessageIndex:
 
     def __len__(self) -> int:
         return len(self._templates)
+
+    @property
+    def templates(self) -> tuple[Template, ...]:
+        return self._templates
+
+    def without(self, drop: Callable[[Template], bool]) -> "MessageIndex":
+        """The same index less some templates (cross-validation holds out whole source directories)."""
+        return MessageIndex([t for t in self._templates if not drop(t)], self._paths)
 
     def lookup(self, text: str, levels: frozenset[str] | None = None) -> Template | None:
         """The known message `text` holds (the most literal template that matches), else None."""

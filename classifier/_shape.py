@@ -215,8 +215,8 @@ class LogShape:
 
     def runs(self, faults: Sequence[int]) -> tuple[Run, ...]:
         """Split on banners and clean exits. A banner opens a new run only when the current run has
-        shown progress, a serious fault (`faults`: error or worse) or a stop since it began: one start
-        prints several banners (every rank, the API server and uvicorn), with warnings between them."""
+        shown progress, a fatal fault (`faults`) or a stop since it began: one start prints several
+        banners (every rank, the API server and uvicorn), with warnings and handled errors between them."""
         ordered = sorted(faults)
         runs: list[Run] = []
         first = 1

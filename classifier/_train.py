@@ -8,6 +8,7 @@ on variants no rule has seen — the situation the learned passes exist for.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import time
 from typing import Callable, Sequence
 
@@ -15,14 +16,15 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
-from servetriage.corpus import Corpus
+from servetriage.corpus import Corpus, Template
+from servetriage.corpus._mine import render
 
 from ._artefacts import FORMAT, ArtefactStore, Meta
 from ._embed import Embedder, normalize_line
 from ._extract import Extract, extract
 from ._features import QUERY_LINES, document, has_fault, query_lines
 from ._fuse import UNKNOWN, Calibrator, PassScores, candidates, features, fuse
-from ._messages import message_index
+from ._messages import ERROR_LEVELS, MessageIndex, message_index
 from ._reading import read_log
 from ._retrieval import Entry, Index, stop_lines
 from ._rules import Scanner
@@ -53,6 +55,54 @@ class Model:
 
 def corpus_examples(corpus: Corpus) -> list[TrainingExample]:
     return [TrainingExample(ex, inc.category, inc.id) for inc in corpus.incidents for ex in inc.examples]
+
+
+CATALOGUE_PER_CATEGORY = 25   # rendered catalogue messages per category: a supplement, never the bulk
+CATALOGUE_GROUP_DEPTH = 3     # path components naming a catalogue example's source directory (its CV group)
+
+
+def catalogue_examples(messages: MessageIndex, symptom_roles: frozenset[str] = frozenset()) -> list[TrainingExample]:
+    """Error messages of the catalogue that `message_paths` places, rendered inside their engine's log
+    format (a traceback for Python raises), a few per category, chosen deterministically. Each keeps its
+    source directory as its group, so cross-validation holds out whole directories."""
+    by_category: dict[str, list[tuple[str, Template]]] = {}
+    for t in messages.templates:
+        if t.level not in ERROR_LEVELS:
+            continue
+        category = messages.place(t.file, t.template)
+        if category is None or category in symptom_roles:
+            continue
+        key = hashlib.sha256(f"{t.engine}:{t.file}:{t.template}".encode()).hexdigest()
+        by_category.setdefault(category, []).append((key, t))
+    out = []
+    for category, keyed in sorted(by_category.items()):
+        for _, t in sorted(keyed, key=lambda kt: kt[0])[:CATALOGUE_PER_CATEGORY]:
+            group = "/".join(t.file.split("/")[:CATALOGUE_GROUP_DEPTH])
+            out.append(TrainingExample(render_in_log(t), category, f"{CATALOGUE_GROUP}{t.engine}:{group}", "catalogue"))
+    return out
+
+
+CATALOGUE_GROUP = "catalogue:"
+
+
+def render_in_log(t: Template) -> str:
+    """One catalogue message as its engine prints it (values filled in), for training."""
+    message = render(t.template, "7")
+    exc = t.exception or "RuntimeError"
+    base = t.file.rsplit("/", 1)[-1]
+    if t.engine == "trtllm" and t.file.startswith("cpp/"):
+        text = message if message.startswith("Assertion failed") else f"Assertion failed: {message}"
+        return f"[TensorRT-LLM][ERROR] {text} (/src/tensorrt_llm/{t.file}:120)"
+    if t.engine == "nccl":
+        return f"gpu-node-1:4107:4190 [0] {base}:120 NCCL WARN {message}"
+    if t.level == "error":
+        prefix = {"vllm": f"ERROR 11-30 10:00:00 [{base}:120] ", "sglang": "[2026-11-30 10:00:00 TP0] "}.get(t.engine, "")
+        return prefix + message
+    lines = ["Traceback (most recent call last):",
+             f'  File "/opt/venv/lib/python3.12/site-packages/{t.file}", line 120, in {t.function}',
+             f"{exc}: {message}"]
+    prefix = {"vllm": "(EngineCore_0 pid=4107) ", "sglang": "[2026-11-30 10:00:00 TP0] "}.get(t.engine, "")
+    return "\n".join(prefix + line for line in lines)
 
 
 def _signature_entries(corpus: Corpus) -> list[Entry]:
@@ -113,7 +163,8 @@ def train(corpus: Corpus, embedder: Embedder, store: ArtefactStore, extra: Seque
           progress: Callable[[str], None] = lambda _: None, parent: str | None = None) -> Model:
     """Fit, cross-validate, calibrate and save a new version; the caller decides whether to activate it."""
     t0 = time.perf_counter()
-    examples = corpus_examples(corpus) + list(extra)
+    symptom_roles = frozenset(c for c, cat in corpus.categories.items() if cat.symptom)
+    examples = corpus_examples(corpus) + catalogue_examples(message_index(corpus), symptom_roles) + list(extra)
     progress(f"preparing {len(examples)} examples")
     prep = _prepare(examples)
     sig_entries = _signature_entries(corpus)
@@ -173,6 +224,8 @@ def _cross_validate(corpus: Corpus, prep: list[_Prepared], full_index: Index, qv
         held = {groups[i] for i in test_idx}
         fold_corpus = Corpus(corpus.categories, tuple(i for i in corpus.incidents if i.id not in held))
         scanner = Scanner(fold_corpus)
+        held_dirs = {g for g in held if g.startswith(CATALOGUE_GROUP)}
+        fold_messages = messages.without(lambda t: _catalogue_group(t) in held_dirs) if held_dirs else messages
         clf = _fit_classifier([prep[i] for i in train_idx],
                               [e for e in _signature_entries(fold_corpus)])
         index = full_index.subset([inc not in held for inc in entry_incident])
@@ -186,13 +239,18 @@ def _cross_validate(corpus: Corpus, prep: list[_Prepared], full_index: Index, qv
             # Two situations the engine meets: a variant no rule knows (the fold's scanner) and a known
             # failure whose signature fires (the whole corpus's); the learned passes are held out in
             # both. Calibrating on the first alone teaches the calibrator that rule hits are noise.
-            for rules, preds in ((scanner, cv_preds), (known, known_preds)):
-                ordering = read_log(p.example.text, rules, corpus, lifecycle, symptom_roles, messages).ordering  # as served
+            for rules, known_messages, preds in ((scanner, fold_messages, cv_preds), (known, messages, known_preds)):
+                ordering = read_log(p.example.text, rules, corpus, lifecycle, symptom_roles,
+                                    known_messages).ordering  # as served
                 preds.append((p.example.category, ordering, rs, cs, faulty))
                 for c in candidates(ordering, rs, cs):
                     rows.append(features(c, ordering, rs, cs, symptom_roles, faulty))
                     labels.append(int(c == p.example.category))
     return rows, labels, cv_preds, known_preds
+
+
+def _catalogue_group(t: Template) -> str:
+    return f"{CATALOGUE_GROUP}{t.engine}:" + "/".join(t.file.split("/")[:CATALOGUE_GROUP_DEPTH])
 
 
 def _fit_calibrator(rows: list[list[float]], labels: list[int]) -> Calibrator:
@@ -252,7 +310,8 @@ def retrain(parent: Model, corpus: Corpus, embedder: Embedder, store: ArtefactSt
     if parent.meta.corpus_fingerprint != corpus.fingerprint:
         raise ValueError("the corpus changed since the parent model: run a full train")
     t0 = time.perf_counter()
-    examples = corpus_examples(corpus) + list(extra)
+    symptom_roles = frozenset(c for c, cat in corpus.categories.items() if cat.symptom)
+    examples = corpus_examples(corpus) + catalogue_examples(message_index(corpus), symptom_roles) + list(extra)
     prep = _prepare(examples)
     sig_entries = _signature_entries(corpus)
     clf = _fit_classifier(prep, sig_entries)
