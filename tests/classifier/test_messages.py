@@ -63,3 +63,20 @@ def _patterns(engine: Engine, d) -> list[str]:
     r = read_log("[rank0]: AssertionError: 4096 is not divisible by 3", engine.scanner, engine.corpus, engine.lifecycle,
                  engine.symptom_roles, engine.messages)
     return [h.pattern for h in r.hits]
+
+
+def test_tensorrt_llm_assertions_pasted_alone_get_the_category_of_their_location(rules_engine):
+    """The catalogue's own C++ checks, as TensorRT-LLM prints them: `Assertion failed: … (file:line)`."""
+    checks = [t for t in load_catalogue() if t.engine == "trtllm" and t.level == "check" and t.file.startswith("cpp/")]
+    assert len(checks) >= 20
+    wrong = []
+    for t in checks:
+        text = t.template if t.template.startswith("Assertion failed") else f"Assertion failed: {t.template}"
+        line = f"[TensorRT-LLM][ERROR] {text.replace('{}', '7')} (/src/tensorrt_llm/{t.file}:120)"
+        expected = rules_engine.messages.place(t.file, t.template)
+        if expected is None or rules_engine.scanner.scan(line):
+            continue  # unplaced, or a hand-written signature names it (signatures outrank locations)
+        d = rules_engine.diagnose_text(line)
+        if (d.passes["rules"] and max(d.passes["rules"], key=d.passes["rules"].get)) != expected:
+            wrong.append((t.file, t.template, d.passes["rules"]))
+    assert wrong == []

@@ -131,3 +131,11 @@ def test_the_packaged_lifecycle_data_loads_and_is_part_of_the_fingerprint():
     assert set(life.stop_categories) <= set(corpus.categories)
     moved = dataclasses.replace(corpus, lifecycle=dataclasses.replace(life, banners=life.banners[1:]))
     assert moved.fingerprint != corpus.fingerprint
+
+
+def test_the_packaged_catalogue_is_valid_and_counted():
+    from servetriage.corpus import check_catalogue, corpus_stats, load_catalogue, load_corpus
+    catalogue = load_catalogue()
+    assert check_catalogue(catalogue) == []
+    counts = corpus_stats(load_corpus())["catalogue"]
+    assert sum(counts.values()) == len(catalogue) >= 20000 and len(counts) >= 4
