@@ -113,11 +113,12 @@ def find_chain(shape: LogShape, fault_lines: Iterable[Line], hits: Sequence[Hit]
     severities = [severity(line, shape.patterns) for line in ordered]
     runs = shape.runs([l.no for l, sev in zip(ordered, severities) if sev >= Severity.FATAL])
     starts = [r.first for r in runs]
-    worked = [shape.last_progress(r.first, r.last + 1) or 0 for r in runs]
+    last_progress = [shape.last_progress(r.first, r.last + 1) or 0 for r in runs]
     faults = []
     for line, sev in zip(ordered, severities):
         run = runs[max(0, bisect.bisect_right(starts, line.no) - 1)]
-        faults.append(_fault(line, sev, run, worked[run.index], category_of.get(line.no), shape, quiet_categories))
+        faults.append(_fault(line, sev, run, last_progress[run.index], category_of.get(line.no), shape,
+                             quiet_categories))
     ended = [f for f in faults if f.outcome is Outcome.ENDED]
     # A whole log's run fails on an error or worse, or on a line a rule names; an unnamed warning at
     # its end (a deprecation, a fallback notice) ends no run. An excerpt's lines are its subject.
@@ -127,7 +128,7 @@ def find_chain(shape: LogShape, fault_lines: Iterable[Line], hits: Sequence[Hit]
     if not failed_runs:
         last_run = runs[-1]
         own = [f for f in faults if f.run == last_run.index and f.outcome is not Outcome.ORDERLY]
-        if own and _excerpt(shape, last_run):  # a few lines cut around a handled fault: it is the subject
+        if own and excerpt[last_run.index]:  # a few lines cut around a handled fault: it is the subject
             return Chain(runs, last_run, last_run.first, last_run.last, last_run.first, tuple(own), (), (), False)
         context = tuple(f for f in own if f.outcome is Outcome.HANDLED)
         stopped = last_run.orderly_end or (not own and len(runs) > 1 and runs[-2].orderly_end)

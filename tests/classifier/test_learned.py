@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from servetriage import ModelError, Settings
-from servetriage.classifier import ArtefactStore, Engine, embedder_for, ensure_model, load_model
-from servetriage.corpus import Corpus, load_corpus
+from servetriage import ModelError
+from servetriage.classifier import ArtefactStore, embedder_for, ensure_model, load_model
+from servetriage.corpus import Corpus
 
 
 def test_model_loads_offline_from_the_installed_package(trained):
