@@ -93,7 +93,9 @@ class MessageIndex:
         return self.lookup(line.body, NOISE_LEVELS) is not None and self.lookup(line.body, ERROR_LEVELS) is None
 
     def attribute(self, lines: Iterable[Line], named: Iterable[int], symptoms: frozenset[str]) -> list[Hit]:
-        """A weak hit for each error line no rule named: its C++ location, else its catalogue template."""
+        """A weak hit for each error line no rule named: its C++ location, else its catalogue template.
+        A place in a symptom category (`symptoms`: a dead worker, a failed health check) is no hit: the
+        corpus's own signatures know the symptoms, and a weak one would only hide the cause before it."""
         taken = set(named)
         hits: list[Hit] = []
         for line in lines:
@@ -107,9 +109,9 @@ class MessageIndex:
                 t = self.lookup(line.body, ERROR_LEVELS)
                 if t is not None:
                     category, where = self.place(t.file, t.template), f"catalogue: {t.engine} {t.file} in {t.function}"
-            if category is not None:
+            if category is not None and category not in symptoms:  # where a symptom is printed names no cause
                 hits.append(Hit(incident="", category=category, pattern=where, specificity=SPECIFICITY, line=line,
-                                symptom=category in symptoms))
+                                symptom=False))
         return hits
 
 
