@@ -18,11 +18,12 @@ import joblib
 
 from servetriage._errors import ModelError
 
-FORMAT = 7  # 2: incident centroids, fitted threshold, exception lines; 3: seeded classifier;
+FORMAT = 8  # 2: incident centroids, fitted threshold, exception lines; 3: seeded classifier;
 # 4: code-path attribution, the fault_lines feature, calibration on unseen and known variants;
 # 5: calibration reads examples as served (log shape, failure chain, printouts set aside);
 # 6: catalogue messages rendered as training examples, folds holding out their source directories;
-# 7: no catalogue hit in a symptom category
+# 7: no catalogue hit in a symptom category;
+# 8: the threshold is fitted on the served sequence (earlier fault, fusion, AFTER_FUSION adjustments)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,20 +11,20 @@ import dataclasses
 import functools
 import threading
 import time
-from typing import Callable, Protocol
+from typing import Protocol
 
 from servetriage._settings import Settings
 from servetriage.corpus import Corpus, Incident, load_corpus
 
+from ._adjust import AdjustContext, adjust
 from ._chain import Chain
 from ._earlier import earlier_fault
-from ._feature import feature_of
 from ._diagnosis import UNKNOWN, Candidate, Diagnosis, Earlier, EvidenceLine, IncidentRef, Initiating, OtherRun, Symptom
 from ._extract import Extract
 from ._features import has_fault
 from ._fuse import Calibrator, Fusion, PassScores, fuse
 from ._ingest import LogText, from_text
-from ._metrics import MetricsVerdict, assess
+from ._metrics import MetricsVerdict
 from ._messages import MessageIndex, message_index
 from ._precedence import Ordering
 from ._reading import read_log
@@ -153,10 +153,11 @@ class Engine:
         rule_incidents = _rule_incidents(ordering, learned.get("retrieval"), learned.get("classifier"))
         fusion = fuse(ordering, learned.get("retrieval"), learned.get("classifier"), self.calibrator,
                       self.symptom_roles, rule_incidents, has_fault(ex))
-        fusion = self._feature_rule(ex, fusion, log.text)
-        figures = None if reading.has_faults else _figures(ex, ordering, lambda: _run_text(log.text, shape, chain))
+        ctx = AdjustContext(ordering, ex, log.text, reading.has_faults, self.corpus, self.symptom_roles,
+                            lambda: _run_text(log.text, shape, chain))
+        fusion = adjust(fusion, ctx)
+        figures = ctx.figures
         if figures is not None:
-            fusion = _apply_figures(fusion, figures)
             learned = {**learned, "figures": PassScores({figures.category: figures.confidence})}
         if self._steer is not None and ex.lines and not blank:
             fusion, extra = self._steer(log, ex, fusion)
@@ -175,17 +176,6 @@ class Engine:
         return dataclasses.replace(d, earlier=earlier, other_runs=others, runs=len(chain.runs),
                                    run=chain.run.index + 1 if chain.run is not None and not d.is_unknown else 0,
                                    orderly_stop=chain.orderly_stop and d.is_unknown, setup=setup)
-
-    def _feature_rule(self, ex: Extract, fusion: Fusion, text: str) -> Fusion:
-        """A kernel fault inside a feature's code path is labelled by the feature (the spec's rule)."""
-        if not fusion.ranking or fusion.ranking[0][0] not in self.corpus.kernel_faults:
-            return fusion
-        feature = feature_of(ex, self.corpus.feature_code_paths, self.corpus.feature_markers, text)
-        if feature is None:
-            return fusion
-        top = fusion.ranking[0][1]
-        ranking = ((feature, top),) + tuple((c, s) for c, s in fusion.ranking if c != feature)
-        return dataclasses.replace(fusion, ranking=ranking)
 
     def _build(self, log: LogText, ex: Extract, ordering: Ordering, fusion: Fusion,
                learned: dict[str, PassScores], figures: MetricsVerdict | None = None) -> Diagnosis:
@@ -294,13 +284,6 @@ def _rule_incidents(ordering: Ordering, retrieval: PassScores | None, classifier
     return out
 
 
-def _figures(ex: Extract, ordering: Ordering, text: Callable[[], str]) -> MetricsVerdict | None:
-    """The log's own figures decide only a log in which nothing failed: no rule hit, no fault line."""
-    if ordering.events or _first_fault_line(ex) is not None:
-        return None
-    return assess(text())
-
-
 def _run_text(text: str, shape: LogShape, chain: Chain) -> str:
     """The text the figures are read from: the diagnosed run, else the last one."""
     run = chain.run or chain.runs[-1]
@@ -308,14 +291,6 @@ def _run_text(text: str, shape: LogShape, chain: Chain) -> str:
         return text
     start, end = shape.offset(run.first), shape.offset(run.last + 1)
     return shape.data[start:end].decode("utf-8", "replace")
-
-
-def _apply_figures(fusion: Fusion, figures: MetricsVerdict) -> Fusion:
-    if figures.category == UNKNOWN:  # an ordinary report: nothing to diagnose, whatever resembles it
-        return dataclasses.replace(fusion, confidence=0.0)
-    ranking = ((figures.category, figures.confidence),) + tuple(
-        (c, min(s, figures.confidence)) for c, s in fusion.ranking if c != figures.category)
-    return dataclasses.replace(fusion, ranking=ranking, confidence=figures.confidence)
 
 
 def _first_fault_line(ex: Extract) -> Line | None:

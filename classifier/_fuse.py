@@ -82,7 +82,6 @@ def fuse(ordering: Ordering, retrieval: PassScores | None, classifier: PassScore
          faulty: bool = True) -> Fusion:
     ranked = sorted(((c, calibrator.prob(features(c, ordering, retrieval, classifier, symptom_roles, faulty)))
                      for c in candidates(ordering, retrieval, classifier)), key=lambda kv: -kv[1])
-    ranked = _symptoms_after_fault(ranked, ordering, symptom_roles)
     incident_for: dict[str, str] = {}
     for source in (retrieval, classifier):  # the classifier compares whole logs, so it has the last word
         if source is not None:
@@ -92,7 +91,7 @@ def fuse(ordering: Ordering, retrieval: PassScores | None, classifier: PassScore
     return Fusion(tuple(ranked), confidence, incident_for)
 
 
-def _symptoms_after_fault(ranked: list[tuple[str, float]], ordering: Ordering,
+def symptoms_after_fault(ranked: list[tuple[str, float]], ordering: Ordering,
                           symptom_roles: frozenset[str]) -> list[tuple[str, float]]:
     """A symptom category never outranks the initiating fault the rules found before it; and when the
     rules found only a symptom, a category with no line of its own in the log does not replace it

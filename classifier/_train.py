@@ -19,12 +19,15 @@ from sklearn.model_selection import GroupKFold
 from servetriage.corpus import Corpus, Template
 from servetriage.corpus._mine import render
 
+from ._adjust import AdjustContext, adjust
 from ._artefacts import FORMAT, ArtefactStore, Meta
+from ._earlier import earlier_fault
 from ._embed import Embedder, normalize_line
 from ._extract import Extract, extract
 from ._features import QUERY_LINES, document, has_fault, query_lines
 from ._fuse import UNKNOWN, Calibrator, PassScores, candidates, features, fuse
 from ._messages import ERROR_LEVELS, MessageIndex, message_index
+from ._precedence import Ordering
 from ._reading import read_log
 from ._retrieval import Entry, Index, stop_lines
 from ._rules import Scanner
@@ -211,8 +214,8 @@ def _cross_validate(corpus: Corpus, prep: list[_Prepared], full_index: Index, qv
     n_folds = min(FOLDS, len(set(groups)))
     rows: list[list[float]] = []
     labels: list[int] = []
-    cv_preds: list[tuple[str, object, PassScores, PassScores, bool]] = []
-    known_preds: list[tuple[str, object, PassScores, PassScores, bool]] = []
+    cv_preds: list[tuple[str, Ordering, PassScores, PassScores, bool, AdjustContext]] = []
+    known_preds: list[tuple[str, Ordering, PassScores, PassScores, bool, AdjustContext]] = []
     symptom_roles = frozenset(c for c, cat in corpus.categories.items() if cat.symptom)
     if n_folds < 2:
         return rows, labels, cv_preds, known_preds
@@ -235,14 +238,17 @@ def _cross_validate(corpus: Corpus, prep: list[_Prepared], full_index: Index, qv
             p = prep[i]
             qv = full_index.vectors[qvec_rows.get(i, [])]
             rs = retrieval_scores(index, qv)
-            faulty = has_fault(p.ex)
             # Two situations the engine meets: a variant no rule knows (the fold's scanner) and a known
             # failure whose signature fires (the whole corpus's); the learned passes are held out in
             # both. Calibrating on the first alone teaches the calibrator that rule hits are noise.
             for rules, known_messages, preds in ((scanner, fold_messages, cv_preds), (known, messages, known_preds)):
-                ordering = read_log(p.example.text, rules, corpus, lifecycle, symptom_roles,
-                                    known_messages).ordering  # as served
-                preds.append((p.example.category, ordering, rs, cs, faulty))
+                reading = read_log(p.example.text, rules, corpus, lifecycle, symptom_roles, known_messages)
+                faulty = has_fault(reading.focus)
+                ordering = earlier_fault(reading.focus, reading.ordering,  # as served: before fusion
+                                         lambda sub: (classifier_scores(clf, [document(sub)])[0],),
+                                         symptom_roles | corpus.downstream) or reading.ordering
+                ctx = AdjustContext(ordering, reading.focus, p.example.text, reading.has_faults, corpus, symptom_roles)
+                preds.append((p.example.category, ordering, rs, cs, faulty, ctx))
                 for c in candidates(ordering, rs, cs):
                     rows.append(features(c, ordering, rs, cs, symptom_roles, faulty))
                     labels.append(int(c == p.example.category))
@@ -269,8 +275,8 @@ def _fit_threshold(cv_preds, calibrator: Calibrator, corpus: Corpus) -> float:
         return calibrator.threshold
     symptom_roles = frozenset(c for c, cat in corpus.categories.items() if cat.symptom)
     tops = []
-    for label, ordering, rs, cs, faulty in cv_preds:
-        fusion = fuse(ordering, rs, cs, calibrator, symptom_roles, {}, faulty)
+    for label, ordering, rs, cs, faulty, ctx in cv_preds:
+        fusion = adjust(fuse(ordering, rs, cs, calibrator, symptom_roles, {}, faulty), ctx)  # as served
         tops.append((label, fusion.ranking[0][0] if fusion.ranking else UNKNOWN, fusion.confidence))
     grid = [t / 100 for t in range(15, 71, 5)]
     right = {t: sum((top if conf >= t else UNKNOWN) == label for label, top, conf in tops)
@@ -288,11 +294,11 @@ def _cv_metrics(cv_preds, calibrator: Calibrator, corpus: Corpus) -> dict[str, f
     threshold = calibrator.threshold
     symptom_roles = frozenset(c for c, cat in corpus.categories.items() if cat.symptom)
     hits = {"rules": 0, "retrieval": 0, "classifier": 0, "fused": 0}
-    for label, ordering, rs, cs, faulty in cv_preds:
+    for label, ordering, rs, cs, faulty, ctx in cv_preds:
         rule_top = ordering.initiating.category if ordering.initiating else UNKNOWN
         ret_top = max(rs.scores.items(), key=lambda kv: kv[1])[0] if rs.scores else UNKNOWN
         clf_top = max(cs.scores.items(), key=lambda kv: kv[1])[0] if cs.scores else UNKNOWN
-        fusion = fuse(ordering, rs, cs, calibrator, symptom_roles, {}, faulty)
+        fusion = adjust(fuse(ordering, rs, cs, calibrator, symptom_roles, {}, faulty), ctx)
         fused_top = fusion.ranking[0][0] if fusion.ranking and fusion.confidence >= threshold else UNKNOWN
         for name, top in (("rules", rule_top), ("retrieval", ret_top), ("classifier", clf_top), ("fused", fused_top)):
             hits[name] += int(top == label)
