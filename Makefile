@@ -24,6 +24,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest tests
 
 lint: $(STAMP)
+	$(BIN)/ruff check --quiet classifier corpus bot eval feedback servetriage tests
 	$(BIN)/hadolint Dockerfile
 	$(BIN)/servetriage corpus check
 

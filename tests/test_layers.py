@@ -1,0 +1,43 @@
+"""The one direction of flow, checked on the source: the engine and the corpus know nothing of Slack or
+feedback, and bot/ reaches the engine only through its public names."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _imports(package: str) -> list[tuple[str, str]]:
+    """(file, module) for every import in a top-level package directory, relative imports resolved."""
+    out = []
+    for path in sorted((ROOT / package).rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                out.extend((rel, alias.name) for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    parts = ["servetriage", package, *path.relative_to(ROOT / package).parts[:-1]]
+                    base = ".".join(parts[: len(parts) - node.level + 1])
+                    module = f"{base}.{node.module}" if node.module else base
+                else:
+                    module = node.module or ""
+                out.extend((rel, f"{module}.{alias.name}" if module.endswith("classifier") else module)
+                           for alias in node.names)
+    return out
+
+
+@pytest.mark.parametrize("package", ["classifier", "corpus"])
+def test_the_engine_and_the_corpus_import_nothing_of_slack_or_feedback(package):
+    bad = [(f, m) for f, m in _imports(package)
+           if m.startswith(("servetriage.bot", "servetriage.feedback", "slack_bolt", "slack_sdk"))]
+    assert bad == []
+
+
+def test_bot_uses_only_the_engines_public_names():
+    bad = [(f, m) for f, m in _imports("bot") if m.startswith("servetriage.classifier._")]
+    assert bad == []
