@@ -19,7 +19,9 @@ class IncidentRef:
     section: str | None
     link: str
     sources: tuple[str, ...]
-    verify: str | None = None
+    verify: str | None = None      # how to check the fix (the incident's, else its category's)
+    klass: str = ""                # whose problem: Configuration, Application bug, Environment / runtime, …
+    recovery: str | None = None    # what to do with the process: restart, retry, change the config, drain
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,6 +109,10 @@ class Diagnosis:
         out = dataclasses.asdict(self)
         out["confidence"] = round(self.confidence, 3)
         out["top"] = [dict(c.__dict__, score=round(c.score, 3)) for c in self.top]
+        inc = self.incident
+        out["class"] = inc.klass if inc else None   # the on-call answer's first questions, at the top level
+        out["verify"] = inc.verify if inc else None
+        out["recovery"] = inc.recovery if inc else None
         return out
 
     def to_json(self) -> str:

@@ -235,7 +235,8 @@ class Engine:
             link = next((s for s in inc.sources if s.startswith("http")), base)
         return IncidentRef(id=inc.id, title=inc.title, cause=inc.cause, first_action=inc.first_action,
                            fix_or_status=inc.fix_or_status, section=inc.section, link=link, sources=inc.sources,
-                           verify=inc.verify)
+                           verify=self.corpus.verify_of(inc), klass=inc.klass,
+                           recovery=self.corpus.recovery_of(inc))
 
     def _evidence(self, ex: Extract, ordering: Ordering, category: str) -> tuple[EvidenceLine, ...]:
         """The rule hits of the answer first, then the exception lines the learned passes read."""

@@ -61,6 +61,12 @@ def render_text(d: Diagnosis, colour: bool = False) -> str:
         out.append(f"  {c('bold', 'Cause:')}         {inc.cause}")
         out.append(f"  {c('bold', 'First action:')}  {c('green', inc.first_action)}")
         out.append(f"  {c('bold', 'Fix / status:')}  {inc.fix_or_status}")
+        if inc.klass:
+            out.append(f"  {c('bold', 'Whose problem:')} {inc.klass}")
+        if inc.recovery:
+            out.append(f"  {c('bold', 'The process:')}   {inc.recovery}")
+        if inc.verify:
+            out.append(f"  {c('bold', 'Verify:')}        {inc.verify}")
         section = f"§{inc.section} " if inc.section else ""
         out.append(f"  {c('bold', 'Manual:')}        {section}{c('cyan', inc.link)}")
     if d.initiating is not None:

@@ -50,6 +50,8 @@ def check_corpus(corpus: Corpus, adversarial: bool = True) -> list[Problem]:
             add(inc, "has no signatures, but its category's spec lists some")
         if inc.category == UNKNOWN and inc.signatures:
             add(inc, "an `unknown` (negative) incident must have no signatures")
+        if inc.category != UNKNOWN and (corpus.recovery_of(inc) is None or corpus.verify_of(inc) is None):
+            add(inc, "has no recovery or verify line, and its category has none in recovery.yaml")
         for sig in inc.signatures:
             if sig.regex:
                 try:

@@ -19,7 +19,7 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _REQUIRED = ("id", "category", "engines", "title", "symptom", "cause", "first_action", "fix_or_status",
              "class", "signatures", "examples", "sources")
-_OPTIONAL = ("section", "verify", "overlaps")
+_OPTIONAL = ("section", "verify", "overlaps", "recovery")
 
 
 def builtin_dir() -> Path:
@@ -79,7 +79,32 @@ def load_corpus(extra_dirs: Iterable[Path] = (), categories_path: Path | None = 
     strays = [c for c in lifecycle.stop_categories if c not in categories]
     if strays:
         raise CorpusError(f"lifecycle.yaml: stop_categories names unknown categories {', '.join(strays)}")
-    return Corpus(categories=categories, incidents=tuple(incidents), lifecycle=lifecycle, **precedence)
+    return Corpus(categories=categories, incidents=tuple(incidents), lifecycle=lifecycle,
+                  recovery=load_recovery(categories), **precedence)
+
+
+RECOVERY_STARTS = ("Restart required", "Retry is safe", "Change the config first", "Drain the node")
+
+
+def load_recovery(categories: dict[str, Category], path: Path | None = None) -> dict[str, tuple[str, str]]:
+    """recovery.yaml: per category, what to do with the process and how to verify the fix."""
+    path = path or builtin_dir() / "recovery.yaml"
+    data = _read_yaml(path) if path.is_file() else {}
+    table = data.get("categories") if isinstance(data, dict) else None
+    if not isinstance(table, dict):
+        raise CorpusError(f"{path}: expected a mapping under 'categories'")
+    out: dict[str, tuple[str, str]] = {}
+    for cid, entry in table.items():
+        where = f"{path}: {cid}"
+        if cid not in categories or cid == UNKNOWN:
+            raise CorpusError(f"{where}: not a category of the spec (or unknown, which needs no recovery)")
+        if not isinstance(entry, dict) or set(entry) != {"recovery", "verify"} \
+                or not all(isinstance(v, str) and v.strip() for v in entry.values()):
+            raise CorpusError(f"{where}: expected recovery and verify, each a sentence")
+        if not entry["recovery"].startswith(RECOVERY_STARTS):
+            raise CorpusError(f"{where}: recovery must start with one of: {', '.join(RECOVERY_STARTS)}")
+        out[cid] = (entry["recovery"].strip(), entry["verify"].strip())
+    return out
 
 
 _LIFECYCLE_LISTS = ("banners", "ready", "progress", "stats", "stopping", "stopped", "printouts")
@@ -262,12 +287,16 @@ def parse_incident(entry: Any, categories: dict[str, Category], where: str, orig
     if section is not None:
         section = str(section)
     verify = entry.get("verify")
+    recovery = entry.get("recovery")
+    if recovery is not None and (not isinstance(recovery, str) or not recovery.startswith(RECOVERY_STARTS)):
+        raise CorpusError(f"{where}: recovery must start with one of: {', '.join(RECOVERY_STARTS)}")
     return Incident(
         id=entry["id"], category=entry["category"], engines=tuple(engines), title=entry["title"].strip(),
         symptom=entry["symptom"].strip(), cause=entry["cause"].strip(), first_action=entry["first_action"].strip(),
         fix_or_status=entry["fix_or_status"].strip(), klass=entry["class"], signatures=tuple(sigs),
         examples=tuple(examples), sources=tuple(sources), section=section,
         verify=str(verify).strip() if verify else None, overlaps=tuple(overlaps), origin=origin,
+        recovery=recovery.strip() if recovery else None,
     )
 
 

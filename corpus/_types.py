@@ -101,6 +101,7 @@ class Incident:
     verify: str | None = None
     overlaps: tuple[str, ...] = ()
     origin: str = ""  # the file it came from
+    recovery: str | None = None  # what to do with the process, when the category's line does not fit
 
     @property
     def sections(self) -> tuple[str, ...]:
@@ -119,12 +120,21 @@ class Corpus:
     explains: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)  # later fault -> earlier symptoms
     lifecycle: Lifecycle = Lifecycle()
     message_paths: tuple[MessagePath, ...] = ()
+    recovery: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)  # category -> (recovery, verify)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_id", {i.id: i for i in self.incidents})
 
     def incident(self, incident_id: str) -> Incident | None:
         return self._by_id.get(incident_id)  # type: ignore[attr-defined]
+
+    def recovery_of(self, inc: Incident) -> str | None:
+        """What to do with the process: the incident's own line, else its category's (recovery.yaml)."""
+        return inc.recovery or self.recovery.get(inc.category, (None, None))[0]
+
+    def verify_of(self, inc: Incident) -> str | None:
+        """How to check the fix: the incident's own check, else its category's (recovery.yaml)."""
+        return inc.verify or self.recovery.get(inc.category, (None, None))[1]
 
     def by_category(self, category: str) -> Iterator[Incident]:
         return (i for i in self.incidents if i.category == category)

@@ -94,6 +94,12 @@ def _known_head(d: "Diagnosis") -> list[Block]:
         lines.append(f"*First action:* {escape(inc.first_action)}")
         if inc.fix_or_status:
             lines.append(f"*Fix / status:* {escape(inc.fix_or_status)}")
+        if inc.klass:
+            lines.append(f"*Whose problem:* {escape(inc.klass)}")
+        if inc.recovery:
+            lines.append(f"*The process:* {escape(inc.recovery)}")
+        if inc.verify:
+            lines.append(f"*Verify the fix:* {escape(inc.verify)}")
         section = f"§{inc.section} " if inc.section else ""
         lines.append(f"*Manual:* <{_url(inc.link)}|{escape(section + inc.title)}>")
     blocks.append(_section("\n".join(lines)))

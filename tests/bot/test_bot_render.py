@@ -99,3 +99,13 @@ def test_whole_log_notes_reach_the_slack_answer_escaped():
     assert "Earlier: line 55 (11-30 10:02:01), context-length, handled" in text
     assert "&lt;the pool&gt;" in text and "<the pool>" not in text
     assert Diagnosis.from_dict(json.loads(d.to_json())) == d  # the new fields survive storage
+
+
+def test_the_slack_answer_says_whose_problem_the_process_and_the_check():
+    import dataclasses
+    base = _diagnosis()
+    inc = dataclasses.replace(base.incident, klass="Capacity", recovery="Restart required: the worker is gone.",
+                              verify="Replay the peak load <twice>.")
+    text = _all_text(render_diagnosis(dataclasses.replace(base, incident=inc), "id-3"))
+    assert "*Whose problem:* Capacity" in text and "*The process:* Restart required: the worker is gone." in text
+    assert "*Verify the fix:* Replay the peak load &lt;twice&gt;." in text

@@ -3,6 +3,8 @@ the run is the diagnosis, printouts are never evidence, restarts and orderly sto
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from servetriage.classifier import paste_notes, render_text
@@ -179,3 +181,16 @@ def test_figures_well_below_what_the_same_log_showed_earlier_are_performance(rul
     d = rules_engine.diagnose_text(join(vllm_startup(), fast, slow))
     assert d.category == "performance"
     assert d.passes["figures"] == {"performance": 0.8}
+
+
+def test_the_answer_says_whose_problem_what_to_do_with_the_process_and_how_to_verify(rules_engine):
+    d = rules_engine.diagnose_text(join(sglang_startup(), sglang_traffic(2), sglang_ima_crash()))
+    assert d.category == "illegal-memory-access"
+    assert d.incident.klass in ("Application bug", "Environment / runtime", "Hardware")
+    assert d.incident.recovery.startswith("Restart required")  # a poisoned CUDA context
+    assert d.incident.verify
+    data = json.loads(d.to_json())
+    assert data["class"] == d.incident.klass and data["recovery"] == d.incident.recovery and data["verify"]
+    out = render_text(d)
+    assert "Whose problem:" in out and "The process:" in out and "Verify:" in out
+    assert json.loads(rules_engine.diagnose_text(HEALTHY["vllm"]).to_json())["recovery"] is None

@@ -139,3 +139,28 @@ def test_the_packaged_catalogue_is_valid_and_counted():
     assert check_catalogue(catalogue) == []
     counts = corpus_stats(load_corpus())["catalogue"]
     assert sum(counts.values()) == len(catalogue) >= 20000 and len(counts) >= 4
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("categories: {gpu-oom: {recovery: 'Reboot the planet', verify: 'x'}}", "must start with"),
+    ("categories: {no-such: {recovery: 'Retry is safe', verify: 'x'}}", "not a category"),
+    ("categories: {gpu-oom: {recovery: 'Retry is safe'}}", "recovery and verify"),
+])
+def test_bad_recovery_data_is_refused_with_its_place(tmp_path, text, fragment):
+    from servetriage._errors import CorpusError
+    from servetriage.corpus import load_categories
+    from servetriage.corpus._load import load_recovery
+    path = tmp_path / "recovery.yaml"
+    path.write_text(text + "\n")
+    with pytest.raises(CorpusError, match=fragment):
+        load_recovery(load_categories(), path)
+
+
+def test_every_incident_has_class_verify_and_recovery(corpus):
+    import dataclasses
+    from servetriage.corpus import check_corpus
+    for inc in corpus.incidents:
+        if inc.category != "unknown":
+            assert inc.klass and corpus.verify_of(inc) and corpus.recovery_of(inc), inc.id
+    gap = dataclasses.replace(corpus, recovery={k: v for k, v in corpus.recovery.items() if k != "gpu-oom"})
+    assert any("no recovery or verify" in p.message for p in check_corpus(gap, adversarial=False))
