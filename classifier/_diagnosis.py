@@ -100,6 +100,7 @@ class Diagnosis:
     run: int = 0                            # which of them (1-based) the diagnosis is about; 0: none failed
     orderly_stop: bool = False              # the paste ends in an operator's stop and nothing failed
     setup: dict[str, str] = dataclasses.field(default_factory=dict)  # model, tensor_parallel, from printouts
+    missing: str | None = None              # what to fetch when the paste holds only a symptom of the cause
 
     @property
     def is_unknown(self) -> bool:
@@ -135,5 +136,5 @@ class Diagnosis:
             earlier=tuple(Earlier(**e) for e in data.get("earlier", ())),
             other_runs=tuple(OtherRun(**r) for r in data.get("other_runs", ())),
             runs=int(data.get("runs", 1)), run=int(data.get("run", 0)), orderly_stop=bool(data.get("orderly_stop", False)),
-            setup=dict(data.get("setup") or {}),
+            setup=dict(data.get("setup") or {}), missing=data.get("missing"),
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import threading
 import time
 from typing import Protocol
@@ -173,7 +174,7 @@ class Engine:
                                 outcome=f.outcome.value, category=f.category, timestamp=f.line.timestamp)
                         for f in chain.context)
         others = tuple(OtherRun(first=r.first, last=r.last, line=r.line, category=r.category) for r in chain.other_failed)
-        return dataclasses.replace(d, earlier=earlier, other_runs=others, runs=len(chain.runs),
+        return dataclasses.replace(d, earlier=earlier, other_runs=others, runs=len(chain.runs), missing=self._missing(d),
                                    run=chain.run.index + 1 if chain.run is not None and not d.is_unknown else 0,
                                    orderly_stop=chain.orderly_stop and d.is_unknown, setup=setup)
 
@@ -226,6 +227,17 @@ class Engine:
                        for name, p in learned.items()}},
             file=log.name, lines_read=ex.total_lines,
         )
+
+    def _missing(self, d: Diagnosis) -> str | None:
+        """What would settle the cause: the rank a line names as the first to fail, else the category's
+        next thing to fetch (recovery.yaml `missing`)."""
+        if d.is_unknown:
+            return None
+        if d.initiating is not None and self.corpus.other_rank:
+            named = _other_rank(d.initiating, d.evidence)
+            if named is not None:
+                return self.corpus.other_rank.format(rank=named)
+        return self.corpus.missing.get(d.category)
 
     def _ref(self, inc: Incident) -> IncidentRef:
         base = self.settings.manual_base_url
@@ -298,6 +310,21 @@ def _first_fault_line(ex: Extract) -> Line | None:
     for line in ex.lines:
         if line.exception or line.level in ("ERROR", "FATAL", "CRITICAL"):
             return line
+    return None
+
+
+_RANK_NAMED = re.compile(r"\b(?:[Rr]ank|RANK)[ =:]?(\d+)\b")
+
+
+def _other_rank(init: Initiating, evidence: tuple[EvidenceLine, ...] = ()) -> str | None:
+    """`rank N` when the first fault's line (or the evidence beside it) names a rank other than the one
+    that printed it: rank 0's collective timeout reporting that rank 3 never answered."""
+    own = re.search(r"\d+", init.rank or "")
+    for text in (init.text, *(e.text for e in evidence)):
+        body = re.sub(r"^(?:\[[^\]]*\]:?\s*)+", "", text)  # the printing rank's own prefixes
+        for m in _RANK_NAMED.finditer(body):
+            if own is None or m.group(1) != own.group(0):
+                return f"rank {m.group(1)}"
     return None
 
 

@@ -75,6 +75,8 @@ def render_text(d: Diagnosis, colour: bool = False) -> str:
                    f"{d.initiating.text.strip()}")
     for s in d.symptoms[:4]:
         out.append(f"  {c('bold', 'Then:')}          {s.category} at line {s.line}: {s.text.strip()}")
+    if d.missing:
+        out.append(f"  {c('bold', 'Fetch next:')}    {d.missing}")
     if d.evidence:
         out.append(f"  {c('bold', 'Evidence:')}")
         for ev in d.evidence:

@@ -79,11 +79,29 @@ def load_corpus(extra_dirs: Iterable[Path] = (), categories_path: Path | None = 
     strays = [c for c in lifecycle.stop_categories if c not in categories]
     if strays:
         raise CorpusError(f"lifecycle.yaml: stop_categories names unknown categories {', '.join(strays)}")
+    missing, other_rank = load_missing(categories)
     return Corpus(categories=categories, incidents=tuple(incidents), lifecycle=lifecycle,
-                  recovery=load_recovery(categories), **precedence)
+                  recovery=load_recovery(categories), missing=missing, other_rank=other_rank, **precedence)
 
 
 RECOVERY_STARTS = ("Restart required", "Retry is safe", "Change the config first", "Drain the node")
+
+
+def load_missing(categories: dict[str, Category], path: Path | None = None) -> tuple[dict[str, str], str]:
+    """recovery.yaml: what to fetch when the answer is only a symptom (`missing`), and the line used
+    when a log names another rank as the one that failed (`other_rank`, with a {rank} slot)."""
+    path = path or builtin_dir() / "recovery.yaml"
+    data = _read_yaml(path) if path.is_file() else {}
+    missing = data.get("missing") or {} if isinstance(data, dict) else {}
+    other = data.get("other_rank") or "" if isinstance(data, dict) else ""
+    if not isinstance(missing, dict) or not all(isinstance(v, str) and v for v in missing.values()):
+        raise CorpusError(f"{path}: 'missing' maps a category to what to fetch")
+    strays = [c for c in missing if c not in categories]
+    if strays:
+        raise CorpusError(f"{path}: 'missing' names unknown categories {', '.join(strays)}")
+    if other and "{rank}" not in other:
+        raise CorpusError(f"{path}: 'other_rank' needs a {{rank}} slot")
+    return dict(missing), str(other)
 
 
 def load_recovery(categories: dict[str, Category], path: Path | None = None) -> dict[str, tuple[str, str]]:

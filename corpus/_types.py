@@ -121,6 +121,8 @@ class Corpus:
     lifecycle: Lifecycle = Lifecycle()
     message_paths: tuple[MessagePath, ...] = ()
     recovery: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)  # category -> (recovery, verify)
+    missing: dict[str, str] = dataclasses.field(default_factory=dict)  # symptom category -> what to fetch next
+    other_rank: str = ""  # what to fetch when a line names another rank as the first to fail ({rank})
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_id", {i.id: i for i in self.incidents})

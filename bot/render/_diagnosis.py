@@ -131,6 +131,8 @@ def _ordering(d: "Diagnosis") -> str:
             out.append(f"• {code(s.category)} at line {s.line}{escape(rank)}: {code(clip(s.text.strip(), 300))}")
         if len(d.symptoms) > MAX_SYMPTOMS:
             out.append(f"…and {len(d.symptoms) - MAX_SYMPTOMS} more")
+    if d.missing:
+        out.append(f"*To settle the cause, fetch:* {escape(d.missing)}")
     return clip("\n".join(out), SECTION_TEXT)
 
 

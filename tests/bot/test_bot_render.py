@@ -109,3 +109,9 @@ def test_the_slack_answer_says_whose_problem_the_process_and_the_check():
     text = _all_text(render_diagnosis(dataclasses.replace(base, incident=inc), "id-3"))
     assert "*Whose problem:* Capacity" in text and "*The process:* Restart required: the worker is gone." in text
     assert "*Verify the fix:* Replay the peak load &lt;twice&gt;." in text
+
+
+def test_the_slack_answer_says_what_to_fetch_when_only_a_symptom_is_in_the_paste():
+    import dataclasses
+    text = _all_text(render_diagnosis(dataclasses.replace(_diagnosis(), missing="rank 3's log <now>"), "id-4"))
+    assert "*To settle the cause, fetch:* rank 3's log &lt;now&gt;" in text

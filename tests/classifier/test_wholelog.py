@@ -194,3 +194,17 @@ def test_the_answer_says_whose_problem_what_to_do_with_the_process_and_how_to_ve
     out = render_text(d)
     assert "Whose problem:" in out and "The process:" in out and "Verify:" in out
     assert json.loads(rules_engine.diagnose_text(HEALTHY["vllm"]).to_json())["recovery"] is None
+
+
+def test_when_the_paste_holds_only_a_symptom_the_answer_says_what_to_fetch(rules_engine):
+    dead = rules_engine.diagnose_text("ERROR 11-30 07:40:07 [async_llm.py:419] vllm.v1.engine.exceptions.EngineDeadError: "
+                                      "EngineCore encountered an issue. See stack trace (above) for the root cause.")
+    assert dead.category == "worker-dead" and "dmesg" in dead.missing
+    assert "Fetch next:" in render_text(dead)
+    named = rules_engine.diagnose_text(
+        "[rank0]:[E1130 07:10:02.123456 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=9912, OpType=ALLREDUCE) ran for 600011 milliseconds before timing out; "
+        "rank 3 never reached the collective.")
+    assert named.category == "distributed-comm" and named.missing.startswith("rank 3's log")
+    oom = rules_engine.diagnose_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert oom.category == "gpu-oom" and oom.missing is None  # the cause is in the paste

@@ -164,3 +164,17 @@ def test_every_incident_has_class_verify_and_recovery(corpus):
             assert inc.klass and corpus.verify_of(inc) and corpus.recovery_of(inc), inc.id
     gap = dataclasses.replace(corpus, recovery={k: v for k, v in corpus.recovery.items() if k != "gpu-oom"})
     assert any("no recovery or verify" in p.message for p in check_corpus(gap, adversarial=False))
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("missing: {no-such: 'the log'}", "unknown categories"),
+    ("other_rank: 'the other log'", "rank"),
+])
+def test_bad_missing_data_is_refused(tmp_path, text, fragment):
+    from servetriage._errors import CorpusError
+    from servetriage.corpus import load_categories
+    from servetriage.corpus._load import load_missing
+    path = tmp_path / "recovery.yaml"
+    path.write_text(text + "\ncategories: {}\n")
+    with pytest.raises(CorpusError, match=fragment):
+        load_missing(load_categories(), path)
