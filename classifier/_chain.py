@@ -1,7 +1,8 @@
 """The failure chain that ended the run: severity and outcome decide which faults are the diagnosis.
 
 Every fault line (a rule hit, an exception, an error-level record) gets a severity (fatal, error,
-warning, info) and an outcome: handled, when the same run went on making progress after it; orderly,
+warning, info) and an outcome: handled, when the same run (for a rank's error, that rank) went on
+making progress after it; orderly,
 when it belongs to an operator's stop that ended in a clean exit; otherwise it is part of the chain
 that ended the run. The paste is diagnosed on the chain of the last run that failed: a warning the
 server handled hours earlier is context ("earlier: …"), never the answer, and a warning of another
@@ -172,8 +173,9 @@ def _fault(line: Line, sev: Severity, run: Run, last_progress: int, category: st
     in_stop = run.stop_from is not None and run.stop_from <= line.no <= run.last
     if in_stop and (sev < Severity.ERROR or _part_of_stop(line, category, shape, quiet)):
         outcome = Outcome.ORDERLY  # a warning while stopping, or the stop's own lines
-    elif line.no < last_progress or shape.is_progress(line):  # a figures line is the server working
-        outcome = Outcome.HANDLED
+    elif shape.is_progress(line) or (line.no < last_progress and (
+            line.rank is None or sev < Severity.ERROR or shape.progress_by(line.rank, line.no, run.last))):
+        outcome = Outcome.HANDLED  # the server (a rank's fault: that rank) went on working
     else:
         outcome = Outcome.ENDED
     return Fault(line, sev, outcome, run.index, category)

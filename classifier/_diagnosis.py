@@ -38,6 +38,7 @@ class EvidenceLine:
     text: str                # redacted
     rank: str | None = None
     category: str | None = None
+    file: str | None = None  # the input it came from, when several were read together
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +47,7 @@ class Initiating:
     text: str                # redacted
     rank: str | None = None
     timestamp: str | None = None
+    file: str | None = None  # the input it came from, when several were read together
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +56,7 @@ class Symptom:
     line: int
     text: str                # redacted
     rank: str | None = None
+    file: str | None = None  # the input it came from, when several were read together
 
 
 @dataclasses.dataclass(frozen=True)

@@ -71,10 +71,12 @@ def render_text(d: Diagnosis, colour: bool = False) -> str:
         out.append(f"  {c('bold', 'Manual:')}        {section}{c('cyan', inc.link)}")
     if d.initiating is not None:
         where = ", ".join(x for x in (d.initiating.rank, d.initiating.timestamp) if x)
-        out.append(f"  {c('bold', 'Came first:')}    line {d.initiating.line}{f' ({where})' if where else ''}: "
+        file = f"{d.initiating.file} " if d.initiating.file else ""
+        out.append(f"  {c('bold', 'Came first:')}    {file}line {d.initiating.line}{f' ({where})' if where else ''}: "
                    f"{d.initiating.text.strip()}")
     for s in d.symptoms[:4]:
-        out.append(f"  {c('bold', 'Then:')}          {s.category} at line {s.line}: {s.text.strip()}")
+        file = f"{s.file} " if s.file else ""
+        out.append(f"  {c('bold', 'Then:')}          {s.category} at {file}line {s.line}: {s.text.strip()}")
     if d.missing:
         out.append(f"  {c('bold', 'Fetch next:')}    {d.missing}")
     if d.evidence:

@@ -28,6 +28,7 @@ MAX_MARKERS = 20000      # lifecycle marker lines read at a huge log's head befo
 MARKER_TAIL = 2 << 20
 STOP_TAIL_LINES = 8      # clean-exit lines within this many lines of each other end one run together
 BACKWARD_WINDOW = 64 << 10  # the last progress line before a point is looked for in growing windows
+RANKED_PROGRESS = 64        # progress lines read after a rank's fault to find that rank's own
 
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False
@@ -195,6 +196,22 @@ class LogShape:
     def is_progress(self, line: Line) -> bool:
         rx = self.patterns.progress
         return rx is not None and rx.search(line.text.encode("utf-8", "surrogatepass")) is not None
+
+    def progress_by(self, rank: str | None, after: int, upto: int) -> bool:
+        """Whether `rank` itself (or a line of no rank, the server as a whole) made progress after
+        line `after`: other ranks' batches after one rank's crash do not mean it was handled."""
+        rx = self.patterns.progress
+        if rx is None or upto <= after:
+            return False
+        for n, m in enumerate(rx.finditer(self.data, self.offset(after + 1), self.offset(upto + 1))):
+            if n >= RANKED_PROGRESS:
+                return False
+            start = self.data.rfind(b"\n", 0, m.start()) + 1
+            end = self.data.find(b"\n", m.end())
+            other = parse_prefix(self.data[start: end if end >= 0 else len(self.data)].decode("utf-8", "replace"))[1]
+            if other is None or rank is None or other == rank:
+                return True
+        return False
 
     def last_progress(self, first: int, before: int) -> int | None:
         """The last progress line in `first`..`before - 1`, looked for backwards in growing windows."""

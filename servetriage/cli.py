@@ -49,6 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--json", action="store_true", help="one JSON object per input per line")
     d.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     d.add_argument("--rules-only", action="store_true", help="skip the embedding passes")
+    d.add_argument("--together", action="store_true",
+                   help="one answer for all inputs (a log per rank or node), merged on one timeline")
     d.set_defaults(func=cmd_diagnose)
 
     e = sub.add_parser("eval", help="figures on labelled sets (directories with labels.jsonl), side by side")
@@ -122,6 +124,8 @@ def cmd_diagnose(args: argparse.Namespace, settings: Settings) -> int:
     engine = _engine(settings)
     failed = False
     inputs = read_inputs(args.paths, settings.max_input_bytes, stdin=sys.stdin.buffer)
+    if args.together:
+        return _diagnose_together(engine, inputs, args, colour)
     first = True
     while True:
         try:
@@ -141,6 +145,23 @@ def cmd_diagnose(args: argparse.Namespace, settings: Settings) -> int:
             print(render_text(d, colour=colour), flush=True)
         first = False
     return EXIT_USAGE if failed else EXIT_OK
+
+
+def _diagnose_together(engine, inputs, args: argparse.Namespace, colour: bool) -> int:
+    """`diagnose --together`: every input read (any unreadable one is a one-line error and nothing is
+    diagnosed), merged on one timeline, answered once, with the first failing file named."""
+    from .classifier import merge, placed, render_text
+
+    logs = list(inputs)  # an InputError stops here, before any answer
+    if len(logs) < 2:
+        raise InputError("--together needs two or more logs (a log per rank or node)")
+    total = sum(log.size for log in logs)
+    if total > engine.settings.max_input_bytes:
+        raise InputError(f"--together: {total >> 20} MB in all, over the {engine.settings.max_input_bytes >> 20} MB limit")
+    merged = merge(logs)
+    d = placed(engine.diagnose(merged.log), merged, [engine.diagnose(log) for log in logs])
+    print(d.to_json() if args.json else render_text(d, colour=colour), flush=True)
+    return EXIT_OK
 
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:

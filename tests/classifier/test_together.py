@@ -1,0 +1,66 @@
+"""Several rank logs answered as one: merged on one timeline, the first failing file named."""
+
+from __future__ import annotations
+
+from servetriage.classifier import from_text, merge, placed, render_text
+
+RANK0 = """\
+[2026-11-30 10:00:00 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=60.10 GB
+[2026-11-30 10:00:02 TP0] Decode batch. #running-req: 3, #token: 2200, token usage: 0.01, gen throughput (token/s): 205.11, #queue-req: 0
+[rank0]:[E1130 10:09:58.000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.
+"""
+# rank 3's clock runs two seconds behind, and its file is given last; its fault still came first.
+RANK3 = """\
+[2026-11-30 09:59:58 TP3] Decode batch. #running-req: 3, #token: 2200, token usage: 0.01, gen throughput (token/s): 204.90, #queue-req: 0
+[2026-11-30 10:00:01 TP3] Scheduler hit an exception: Traceback (most recent call last):
+  File "/opt/sglang/python/sglang/srt/managers/scheduler.py", line 2612, in run_scheduler_process
+    scheduler.event_loop_overlap()
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.00 GiB. GPU 3 has a total capacity of 79.10 GiB of which 1.20 GiB is free.
+"""
+# a wrapper's output with no timestamps at all: it cannot be placed in time and follows the rest
+WRAPPER = """\
+launcher: rank 1 exited with code 1
+launcher: tearing down the remaining ranks
+"""
+
+
+def _logs():
+    return [from_text(RANK0, "rank0.log"), from_text(WRAPPER, "launcher.log"), from_text(RANK3, "rank3.log")]
+
+
+def test_lines_are_merged_on_one_timeline_and_remember_their_file():
+    merged = merge(_logs())
+    lines = merged.log.text.splitlines()
+    assert "TP3] Decode batch" in lines[0]            # 09:59:58 comes first, whatever the file order
+    assert "Scheduler hit an exception" in lines[2]   # rank 3's 10:00:01 before rank 0's 10:00:02
+    assert lines[3].startswith("  File")              # a traceback stays whole behind its header
+    assert lines[-1].startswith("launcher: tearing down")  # untimed lines follow, in their own order
+    assert merged.where(3) == ("rank3.log", 2) and merged.where(len(lines)) == ("launcher.log", 2)
+
+
+def test_one_answer_names_the_first_failing_file_and_lists_the_others(rules_engine):
+    logs = _logs()
+    merged = merge(logs)
+    d = placed(rules_engine.diagnose(merged.log), merged, [rules_engine.diagnose(log) for log in logs])
+    assert d.category == "gpu-oom"
+    assert d.initiating.file == "rank3.log" and d.initiating.line == 5 and "OutOfMemoryError" in d.initiating.text
+    assert any(s.file == "rank0.log" and s.category == "distributed-comm" for s in d.symptoms)
+    assert all(e.file in ("rank0.log", "rank3.log", "launcher.log") for e in d.evidence)
+    out = render_text(d)
+    assert "Came first:    rank3.log line 5" in out and "rank0.log line 3" in out
+
+
+def test_the_cli_answers_once_for_several_logs_and_refuses_a_single_one(tmp_path):
+    import json
+
+    from test_cli import run
+
+    for log in _logs():
+        (tmp_path / log.name).write_text(log.text)
+    r = run("diagnose", "--together", "--json", str(tmp_path / "rank0.log"), str(tmp_path / "rank3.log"),
+            tmp=tmp_path / "data")
+    assert r.returncode == 0, r.stderr
+    rows = r.stdout.decode().strip().splitlines()
+    assert len(rows) == 1 and json.loads(rows[0])["initiating"]["file"].endswith("rank3.log")
+    bad = run("diagnose", "--together", str(tmp_path / "rank0.log"), tmp=tmp_path / "data")
+    assert bad.returncode == 2 and len(bad.stderr.decode().strip().splitlines()) == 1
