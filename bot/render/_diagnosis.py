@@ -122,13 +122,15 @@ def _ordering(d: "Diagnosis") -> str:
     if d.initiating is None:
         return ""
     where = ", ".join(x for x in (f"rank {d.initiating.rank}" if d.initiating.rank else None, d.initiating.timestamp) if x)
-    out = [f"*What came first:* line {d.initiating.line}{f' ({escape(where)})' if where else ''}",
+    file = f"{code(d.initiating.file)} " if d.initiating.file else ""
+    out = [f"*What came first:* {file}line {d.initiating.line}{f' ({escape(where)})' if where else ''}",
            code(clip(d.initiating.text.strip(), 500))]
     if d.symptoms:
         out.append("*Later symptoms:*")
         for s in d.symptoms[:MAX_SYMPTOMS]:
             rank = f", rank {s.rank}" if s.rank else ""
-            out.append(f"• {code(s.category)} at line {s.line}{escape(rank)}: {code(clip(s.text.strip(), 300))}")
+            file = f"{code(s.file)} " if s.file else ""
+            out.append(f"• {code(s.category)} at {file}line {s.line}{escape(rank)}: {code(clip(s.text.strip(), 300))}")
         if len(d.symptoms) > MAX_SYMPTOMS:
             out.append(f"…and {len(d.symptoms) - MAX_SYMPTOMS} more")
     if d.missing:

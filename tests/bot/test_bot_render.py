@@ -115,3 +115,12 @@ def test_the_slack_answer_says_what_to_fetch_when_only_a_symptom_is_in_the_paste
     import dataclasses
     text = _all_text(render_diagnosis(dataclasses.replace(_diagnosis(), missing="rank 3's log <now>"), "id-4"))
     assert "*To settle the cause, fetch:* rank 3's log &lt;now&gt;" in text
+
+
+def test_the_slack_answer_names_the_file_that_failed_first_when_several_were_read():
+    import dataclasses
+    d = _diagnosis()
+    d = dataclasses.replace(d, initiating=dataclasses.replace(d.initiating, file="rank3.log"),
+                            symptoms=(dataclasses.replace(d.symptoms[0], file="rank0.log"),))
+    text = _all_text(render_diagnosis(d, "id-5"))
+    assert "*What came first:* `rank3.log` line 12" in text and "at `rank0.log` line 40" in text

@@ -4,12 +4,13 @@ import textwrap
 
 import yaml
 
-from servetriage.corpus import Corpus, check_corpus, load_categories, parse_incidents
+from servetriage.corpus import Corpus, check_corpus, load_categories, load_recovery, parse_incidents
 
 
 def corpus_of(text: str) -> Corpus:
     cats = load_categories()
-    return Corpus(cats, tuple(parse_incidents(yaml.safe_load(textwrap.dedent(text)), cats, "t.yaml")))
+    return Corpus(cats, tuple(parse_incidents(yaml.safe_load(textwrap.dedent(text)), cats, "t.yaml")),
+                  recovery=load_recovery(cats))
 
 
 BASE = """

@@ -149,7 +149,7 @@ def test_the_packaged_catalogue_is_valid_and_counted():
 def test_bad_recovery_data_is_refused_with_its_place(tmp_path, text, fragment):
     from servetriage._errors import CorpusError
     from servetriage.corpus import load_categories
-    from servetriage.corpus._load import load_recovery
+    from servetriage.corpus import load_recovery
     path = tmp_path / "recovery.yaml"
     path.write_text(text + "\n")
     with pytest.raises(CorpusError, match=fragment):
@@ -173,7 +173,7 @@ def test_every_incident_has_class_verify_and_recovery(corpus):
 def test_bad_missing_data_is_refused(tmp_path, text, fragment):
     from servetriage._errors import CorpusError
     from servetriage.corpus import load_categories
-    from servetriage.corpus._load import load_missing
+    from servetriage.corpus import load_missing
     path = tmp_path / "recovery.yaml"
     path.write_text(text + "\ncategories: {}\n")
     with pytest.raises(CorpusError, match=fragment):
