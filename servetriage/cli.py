@@ -276,7 +276,7 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         return cmd_serve(argparse.Namespace(host=None, port=None), settings)
     print("No Slack tokens set (SLACK_BOT_TOKEN with SLACK_APP_TOKEN for Socket Mode, or with "
           "SLACK_SIGNING_SECRET for HTTP mode), so here is the CLI on the bundled example log:\n", file=sys.stderr)
-    ns = argparse.Namespace(paths=[str(bundled_example())], json=False, color="auto")
+    ns = argparse.Namespace(paths=[str(bundled_example())], json=False, color="auto", together=False)
     return cmd_diagnose(ns, settings)
 
 
