@@ -39,9 +39,13 @@ _LEVELS = {"WARNING": Severity.WARNING, "WARN": Severity.WARNING, "ERROR": Sever
 def severity(line: Line, patterns: LifecyclePatterns) -> Severity:
     """Fatal ends a process (a traceback's exception, a CUDA error, a signal, an exit code); the level
     prefix and the words of lifecycle.yaml decide the rest."""
-    if line.exception or (patterns.fatal is not None and patterns.fatal.search(line.body)):
+    if line.exception:
         return Severity.FATAL
     level = _LEVELS.get(line.level or "")
+    if patterns.any_severity is None or patterns.any_severity.search(line.text) is None:
+        return level if level is not None else Severity.INFO  # no severity word at all: the level decides
+    if patterns.fatal is not None and patterns.fatal.search(line.body):
+        return Severity.FATAL
     if level is not None and level >= Severity.ERROR:
         return level
     if patterns.error is not None and patterns.error.search(line.body):

@@ -66,6 +66,7 @@ class LifecyclePatterns:
         self.stopping = _union(lifecycle.stopping)
         self.blocks = tuple((re2.compile(b.start, _OPTIONS), b.max_lines) for b in lifecycle.printout_blocks)
         self.setup = tuple((name, tuple(re2.compile(p, _OPTIONS) for p in pats)) for name, pats in lifecycle.setup)
+        self.any_severity = _union((*lifecycle.fatal, *lifecycle.error, *lifecycle.warning))  # one pre-check
         self.fatal = _union(lifecycle.fatal)
         self.error = _union(lifecycle.error)
         self.warning = _union(lifecycle.warning)
