@@ -11,6 +11,7 @@ timed ones, in its own order.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Sequence
 
 from ._diagnosis import Diagnosis, Symptom
@@ -18,6 +19,20 @@ from ._extract import parse_prefix
 from ._ingest import LogText
 
 UNTIMED = "\uffff"  # sorts after every month-first timestamp key
+_MEMBER = re.compile(r"^==> (.+?) <==$", re.M)  # a zip member's header (ingest), or `tail -f a b`'s
+
+
+def split_members(log: LogText) -> list[LogText]:
+    """The files a joined input holds: a zip of rank logs (ingest joins its members under `==> name <==`
+    headers) or a `tail -f` of several files is split back into one log per member."""
+    heads = list(_MEMBER.finditer(log.text))
+    if len(heads) < 2 or log.text[: heads[0].start()].strip():
+        return [log]
+    out = []
+    for head, nxt in zip(heads, heads[1:] + [None]):
+        body = log.text[head.end() + 1: nxt.start() if nxt else len(log.text)]
+        out.append(LogText(name=f"{log.name}:{head.group(1)}", text=body, size=len(body.encode())))
+    return out
 
 
 @dataclasses.dataclass(frozen=True)

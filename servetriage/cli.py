@@ -149,10 +149,11 @@ def cmd_diagnose(args: argparse.Namespace, settings: Settings) -> int:
 
 def _diagnose_together(engine, inputs, args: argparse.Namespace, colour: bool) -> int:
     """`diagnose --together`: every input read (any unreadable one is a one-line error and nothing is
-    diagnosed), merged on one timeline, answered once, with the first failing file named."""
-    from .classifier import merge, placed, render_text
+    diagnosed; a zip of rank logs counts its members), merged on one timeline, answered once, with the
+    first failing file named."""
+    from .classifier import merge, placed, render_text, split_members
 
-    logs = list(inputs)  # an InputError stops here, before any answer
+    logs = [member for log in inputs for member in split_members(log)]  # an InputError stops here, before any answer
     if len(logs) < 2:
         raise InputError("--together needs two or more logs (a log per rank or node)")
     total = sum(log.size for log in logs)

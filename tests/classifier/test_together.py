@@ -64,3 +64,26 @@ def test_the_cli_answers_once_for_several_logs_and_refuses_a_single_one(tmp_path
     assert len(rows) == 1 and json.loads(rows[0])["initiating"]["file"].endswith("rank3.log")
     bad = run("diagnose", "--together", str(tmp_path / "rank0.log"), tmp=tmp_path / "data")
     assert bad.returncode == 2 and len(bad.stderr.decode().strip().splitlines()) == 1
+
+
+def test_a_zip_of_rank_logs_is_read_as_its_members(tmp_path):
+    import json
+    import zipfile
+
+    from test_cli import run
+
+    archive = tmp_path / "ranks.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for log in _logs():
+            zf.writestr(log.name, log.text)
+    r = run("diagnose", "--together", "--json", str(archive), tmp=tmp_path / "data")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["category"] == "gpu-oom" and d["initiating"]["file"].endswith("ranks.zip:rank3.log")
+    assert d["initiating"]["line"] == 5
+
+
+def test_a_single_log_is_never_split():
+    from servetriage.classifier import split_members
+    log = from_text("INFO start\n==> not a header at the top <==\n", "x.log")
+    assert split_members(log) == [log]
