@@ -18,6 +18,7 @@ from servetriage.corpus import Corpus
 
 from ._extract import Extract
 from ._feature import feature_of
+from ._features import first_fault_line
 from ._fuse import UNKNOWN, Fusion, symptoms_after_fault
 from ._metrics import MetricsVerdict, assess
 from ._precedence import Ordering
@@ -35,7 +36,7 @@ class AdjustContext:
     @functools.cached_property
     def figures(self) -> MetricsVerdict | None:
         """The log's own figures decide only a log in which nothing failed: no rule hit, no fault line."""
-        if self.has_faults or self.ordering.events or _first_fault(self.focus):
+        if self.has_faults or self.ordering.events or first_fault_line(self.focus) is not None:
             return None
         return assess(self._figures_text())
 
@@ -100,6 +101,3 @@ def adjust(fusion: Fusion, ctx: AdjustContext, steps: tuple[Adjustment, ...] = A
         fusion = step.apply(fusion, ctx)
     return fusion
 
-
-def _first_fault(ex: Extract) -> bool:
-    return any(line.exception or line.level in ("ERROR", "FATAL", "CRITICAL") for line in ex.lines)

@@ -108,14 +108,17 @@ class Chain:
 
 
 def find_chain(shape: LogShape, fault_lines: Iterable[Line], hits: Sequence[Hit],
-               quiet_categories: frozenset[str] = frozenset()) -> Chain:
-    """`quiet_categories`: categories whose lines inside an orderly stop are part of it (shutdown)."""
+               quiet_categories: frozenset[str] = frozenset(),
+               known: Mapping[int, Severity] | None = None) -> Chain:
+    """`quiet_categories`: categories whose lines inside an orderly stop are part of it (shutdown);
+    `known`: severities the caller already read, by line number (each line is read once)."""
     category_of: Mapping[int, str] = _categories(hits)
     lines = {l.no: l for l in fault_lines}
     for h in hits:
         lines.setdefault(h.line.no, h.line)
     ordered = sorted(lines.values(), key=lambda l: l.no)
-    severities = [severity(line, shape.patterns) for line in ordered]
+    known = known or {}
+    severities = [known[line.no] if line.no in known else severity(line, shape.patterns) for line in ordered]
     runs = shape.runs([l.no for l, sev in zip(ordered, severities) if sev >= Severity.FATAL])
     starts = [r.first for r in runs]
     last_progress = [shape.last_progress(r.first, r.last + 1) or 0 for r in runs]

@@ -22,7 +22,7 @@ from ._chain import Chain
 from ._earlier import earlier_fault
 from ._diagnosis import UNKNOWN, Candidate, Diagnosis, Earlier, EvidenceLine, IncidentRef, Initiating, OtherRun, Symptom
 from ._extract import Extract
-from ._features import has_fault
+from ._features import first_fault_line, has_fault
 from ._fuse import Calibrator, Fusion, PassScores, fuse
 from ._ingest import LogText, from_text
 from ._metrics import MetricsVerdict
@@ -32,7 +32,6 @@ from ._reading import read_log
 from ._redact import redact
 from ._rules import Scanner
 from ._shape import LifecyclePatterns, LogShape
-from ._types import Line
 
 MAX_EVIDENCE = 8
 MAX_EVIDENCE_CHARS = 400
@@ -210,7 +209,7 @@ class Engine:
             no, text = figures.lines[0]
             initiating = Initiating(line=no, text=_clip(redact(text)))
         elif category != UNKNOWN:
-            first = _first_fault_line(ex)
+            first = first_fault_line(ex)
             if first is not None:
                 initiating = Initiating(line=first.no, text=_clip(redact(first.text)), rank=first.rank,
                                         timestamp=first.timestamp)
@@ -304,13 +303,6 @@ def _run_text(text: str, shape: LogShape, chain: Chain) -> str:
         return text
     start, end = shape.offset(run.first), shape.offset(run.last + 1)
     return shape.data[start:end].decode("utf-8", "replace")
-
-
-def _first_fault_line(ex: Extract) -> Line | None:
-    for line in ex.lines:
-        if line.exception or line.level in ("ERROR", "FATAL", "CRITICAL"):
-            return line
-    return None
 
 
 _RANK_NAMED = re.compile(r"\b(?:[Rr]ank|RANK)[ =:]?(\d+)\b")

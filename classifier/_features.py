@@ -6,6 +6,7 @@ import re
 
 from ._embed import normalize_line
 from ._extract import Extract
+from ._types import Line
 
 QUERY_LINES = 4
 _FAULTY = re.compile(r"Error|Exception|error|ERROR|FATAL|CRITICAL|[Ff]ailed|[Ff]ailure|[Kk]illed|[Aa]ssert|"
@@ -40,6 +41,11 @@ def query_lines(ex: Extract, k: int = QUERY_LINES) -> list[str]:
         if len(out) >= k:
             break
     return out
+
+
+def first_fault_line(ex: Extract) -> Line | None:
+    """The first exception or error-level record: where the log itself says something failed."""
+    return next((l for l in ex.lines if l.exception or l.level in ("ERROR", "FATAL", "CRITICAL")), None)
 
 
 def has_fault(ex: Extract) -> bool:

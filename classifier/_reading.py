@@ -17,7 +17,7 @@ from ._messages import MessageIndex
 from ._precedence import Ordering, order
 from ._rules import Scanner
 from ._shape import LifecyclePatterns, LogShape
-from ._types import Hit, Line
+from ._types import Hit
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,11 +41,13 @@ def read_log(text: str, scanner: Scanner, corpus: Corpus, patterns: LifecyclePat
     whole = extract(text, shape.data)
     whole = dataclasses.replace(whole, lines=tuple(l for l in whole.lines if not shape.is_printout(l)))
     hits = [h for h in scanner.scan(text, shape.data) if not shape.is_printout(h.line)]
+    levels = {l.no: severity(l, patterns) for l in whole.lines if not l.frame}  # each line read once
     if messages is not None:
-        errors = [l for l in whole.lines if not l.frame and severity(l, patterns) >= Severity.ERROR]
+        errors = [l for l in whole.lines if not l.frame and levels[l.no] >= Severity.ERROR]
         hits += messages.attribute(errors, {h.line.no for h in hits}, symptom_roles)
     hits += attribute(whole, corpus.code_paths, {h.line.no for h in hits}, symptom_roles)
-    chain = find_chain(shape, fault_lines(whole, patterns), hits, frozenset(corpus.lifecycle.stop_categories))
+    faults = [l for l in whole.lines if not l.frame and (l.exception or levels[l.no] >= Severity.WARNING)]
+    chain = find_chain(shape, faults, hits, frozenset(corpus.lifecycle.stop_categories), levels)
     ordering = order(chain_hits(chain, hits, corpus.explains), corpus.explains)
     serious = any(f.severity >= Severity.ERROR for f in chain.faults)
     focus = tuple(l for l in whole.lines
@@ -53,7 +55,3 @@ def read_log(text: str, scanner: Scanner, corpus: Corpus, patterns: LifecyclePat
                   and not (messages is not None and not l.exception and messages.is_noise(l)))
     return Reading(shape, whole, tuple(hits), chain, ordering, dataclasses.replace(whole, lines=focus))
 
-
-def fault_lines(ex: Extract, patterns: LifecyclePatterns) -> list[Line]:
-    """Lines that report something: exceptions, error levels, fault words, warnings."""
-    return [l for l in ex.lines if not l.frame and (l.exception or severity(l, patterns) >= Severity.WARNING)]

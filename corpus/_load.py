@@ -79,19 +79,28 @@ def load_corpus(extra_dirs: Iterable[Path] = (), categories_path: Path | None = 
     strays = [c for c in lifecycle.stop_categories if c not in categories]
     if strays:
         raise CorpusError(f"lifecycle.yaml: stop_categories names unknown categories {', '.join(strays)}")
-    missing, other_rank = load_missing(categories)
+    recovery_path, recovery_data = _recovery_yaml(None)
+    missing, other_rank = load_missing(categories, recovery_path, recovery_data)
     return Corpus(categories=categories, incidents=tuple(incidents), lifecycle=lifecycle,
-                  recovery=load_recovery(categories), missing=missing, other_rank=other_rank, **precedence)
+                  recovery=load_recovery(categories, recovery_path, recovery_data), missing=missing,
+                  other_rank=other_rank, **precedence)
 
 
 RECOVERY_STARTS = ("Restart required", "Retry is safe", "Change the config first", "Drain the node")
 
 
-def load_missing(categories: dict[str, Category], path: Path | None = None) -> tuple[dict[str, str], str]:
-    """recovery.yaml: what to fetch when the answer is only a symptom (`missing`), and the line used
-    when a log names another rank as the one that failed (`other_rank`, with a {rank} slot)."""
+def _recovery_yaml(path: Path | None) -> tuple[Path, Any]:
     path = path or builtin_dir() / "recovery.yaml"
-    data = _read_yaml(path) if path.is_file() else {}
+    return path, (_read_yaml(path) if path.is_file() else {})
+
+
+def load_missing(categories: dict[str, Category], path: Path | None = None,
+                 data: Any = None) -> tuple[dict[str, str], str]:
+    """recovery.yaml: what to fetch when the answer is only a symptom (`missing`), and the line used
+    when a log names another rank as the one that failed (`other_rank`, with a {rank} slot).
+    `data`: the file already read (load_corpus reads it once for both tables)."""
+    if data is None:
+        path, data = _recovery_yaml(path)
     missing = data.get("missing") or {} if isinstance(data, dict) else {}
     other = data.get("other_rank") or "" if isinstance(data, dict) else ""
     if not isinstance(missing, dict) or not all(isinstance(v, str) and v for v in missing.values()):
@@ -104,10 +113,11 @@ def load_missing(categories: dict[str, Category], path: Path | None = None) -> t
     return dict(missing), str(other)
 
 
-def load_recovery(categories: dict[str, Category], path: Path | None = None) -> dict[str, tuple[str, str]]:
+def load_recovery(categories: dict[str, Category], path: Path | None = None,
+                  data: Any = None) -> dict[str, tuple[str, str]]:
     """recovery.yaml: per category, what to do with the process and how to verify the fix."""
-    path = path or builtin_dir() / "recovery.yaml"
-    data = _read_yaml(path) if path.is_file() else {}
+    if data is None:
+        path, data = _recovery_yaml(path)
     table = data.get("categories") if isinstance(data, dict) else None
     if not isinstance(table, dict):
         raise CorpusError(f"{path}: expected a mapping under 'categories'")

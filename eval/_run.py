@@ -124,6 +124,15 @@ def render_side_by_side(reports: Sequence[tuple[str, Report]], healthy: Sequence
             out(f"  {w['file']:<44} got {w['predicted']} ({w['confidence']:.2f}) at line {w['line']}")
 
 
+def reports_json(reports: Sequence[tuple[str, Report]], healthy: Sequence[HealthyReport] = ()) -> dict[str, Any]:
+    """One set: its report as it always was (with `healthy` beside it when given); several: by name."""
+    out: dict[str, Any] = (reports[0][1].to_dict() if len(reports) == 1
+                           else {"sets": {name: r.to_dict() for name, r in reports}})
+    if healthy:
+        out["healthy"] = [h.to_dict() for h in healthy]
+    return out
+
+
 def render_report(report: Report, out: Callable[[str], None] = print) -> None:
     s = report.summary
     out(f"cases {s['cases']}  top-1 {s['top1']:.3f}  top-3 {s['top3']:.3f}  macro-F1 {s['macro_f1']:.3f}")

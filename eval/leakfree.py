@@ -37,7 +37,8 @@ def main() -> int:
     from servetriage import Settings
     from servetriage.classifier import ArtefactStore, embedder_for, engine_for_model, train
     from servetriage.corpus import load_corpus
-    from servetriage.eval import evaluate, evaluate_healthy, load_cases, render_report, render_side_by_side
+    from servetriage.eval import (evaluate, evaluate_healthy, load_cases, render_report, render_side_by_side,
+                                  reports_json)
 
     settings = Settings.from_env()
     corpus = load_corpus(settings.extra_corpus_dirs)
@@ -51,9 +52,10 @@ def main() -> int:
         reports = [(d.name, evaluate(engine, d)) for d in args.directories]
         healthy = [evaluate_healthy(engine, d) for d in args.healthy]
     if args.json:
-        print(json.dumps({"dropped_incidents": dropped,
-                          "sets": {name: json.loads(json.dumps(r.to_dict())) for name, r in reports},
-                          "healthy": [h.to_dict() for h in healthy]}))
+        body = reports_json(reports, healthy)  # one set: {"report": …} as before; several: {"sets": …}
+        if len(reports) == 1:
+            body = {"report": body, **({"healthy": body.pop("healthy")} if healthy else {})}
+        print(json.dumps({"dropped_incidents": dropped, **body}))
         return 0
     print(f"corpus without the sets' threads: {dropped} of {len(corpus.incidents)} incidents dropped")
     if len(reports) == 1 and not healthy:

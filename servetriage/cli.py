@@ -174,15 +174,13 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
             raise InputError("eval --online replays exactly one labelled directory")
         args.directory = args.directories[0]
         return online_eval(args, settings)
-    from .eval import evaluate, evaluate_healthy, render_report, render_side_by_side  # noqa: PLC0415
+    from .eval import evaluate, evaluate_healthy, render_report, render_side_by_side, reports_json  # noqa: PLC0415
 
     engine = _engine(settings)
     reports = [(Path(d).name or d, evaluate(engine, d)) for d in args.directories]
     healthy = [evaluate_healthy(engine, d) for d in args.healthy]
     if args.json:
-        print(json.dumps({"sets": {name: r.to_dict() for name, r in reports},
-                          "healthy": [h.to_dict() for h in healthy]}) if len(reports) != 1 or healthy
-              else json.dumps(reports[0][1].to_dict()))
+        print(json.dumps(reports_json(reports, healthy)))
     elif len(reports) == 1 and not healthy:
         render_report(reports[0][1])
     else:

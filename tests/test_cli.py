@@ -100,9 +100,11 @@ def test_eval_prints_sets_side_by_side_and_counts_false_alarms_on_healthy_logs(t
     assert header.index("excerpts") < header.index("whole")
     assert "1 of 2 answered unknown" in out and "crashed.log" in out and "gpu-oom" in out
     r = run("eval", str(excerpts), "--healthy", str(healthy), "--json", tmp=tmp_path / "data")
-    data = json.loads(r.stdout)
-    assert data["sets"]["excerpts"]["summary"]["top1"] == 1.0
+    data = json.loads(r.stdout)  # one set: its report as before, the healthy logs beside it
+    assert data["summary"]["top1"] == 1.0
     assert data["healthy"][0]["files"] == 2 and data["healthy"][0]["unknown"] == 1
+    r = run("eval", str(excerpts), str(whole), "--json", tmp=tmp_path / "data")
+    assert set(json.loads(r.stdout)["sets"]) == {"excerpts", "whole"}
 
 
 def test_eval_without_a_directory_is_one_line_exit_2(tmp_path):
