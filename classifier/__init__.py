@@ -15,7 +15,7 @@ from ._engine import Engine
 from ._extract import Extract, detect_engine, detect_versions, extract, parse_prefix
 from ._ingest import LogText, decode, from_bytes, from_stream, from_text, normalize, read_inputs, read_path
 from ._redact import redact
-from ._render import paste_notes, render_text
+from ._render import on_call_lines, paste_notes, render_text
 from ._rules import Scanner
 from ._together import Merged, merge, placed, split_members
 from ._types import Hit, Line
@@ -41,6 +41,6 @@ __all__ = [
     "ArtefactStore", "Candidate", "Diagnosis", "Earlier", "Engine", "EvidenceLine", "Extract", "Hit", "IncidentRef",
     "Initiating", "Line", "LogText", "Merged", "Meta", "Model", "OtherRun", "Scanner", "Symptom", "TrainingExample", "UNKNOWN", "decode",
     "detect_engine", "detect_versions", "embedder_for", "embedder_path", "normalize_line", "engine_for_model", "ensure_model", "extract", "from_bytes",
-    "from_stream", "from_text", "load_model", "merge", "normalize", "placed", "parse_prefix", "paste_notes", "read_inputs", "read_path", "redact", "split_members",
+    "from_stream", "from_text", "load_model", "merge", "normalize", "on_call_lines", "placed", "parse_prefix", "paste_notes", "read_inputs", "read_path", "redact", "split_members",
     "render_text", "retrain", "train", "train_command",
 ]

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from ._diagnosis import Diagnosis, OtherRun
+from ._diagnosis import Diagnosis, IncidentRef, OtherRun
 
 MAX_NOTE_TEXT = 160
+
+
+def on_call_lines(inc: IncidentRef) -> tuple[tuple[str, str], ...]:
+    """(label, text) of what on-call asks after the cause, in the words every front end shows."""
+    rows = (("Whose problem", inc.klass), ("The process", inc.recovery), ("Verify the fix", inc.verify))
+    return tuple((label, text) for label, text in rows if text)
 
 
 def paste_notes(d: Diagnosis) -> tuple[str, ...]:
@@ -61,12 +67,8 @@ def render_text(d: Diagnosis, colour: bool = False) -> str:
         out.append(f"  {c('bold', 'Cause:')}         {inc.cause}")
         out.append(f"  {c('bold', 'First action:')}  {c('green', inc.first_action)}")
         out.append(f"  {c('bold', 'Fix / status:')}  {inc.fix_or_status}")
-        if inc.klass:
-            out.append(f"  {c('bold', 'Whose problem:')} {inc.klass}")
-        if inc.recovery:
-            out.append(f"  {c('bold', 'The process:')}   {inc.recovery}")
-        if inc.verify:
-            out.append(f"  {c('bold', 'Verify:')}        {inc.verify}")
+        for label, text in on_call_lines(inc):
+            out.append(f"  {c('bold', (label + ':').ljust(14))} {text}")
         section = f"§{inc.section} " if inc.section else ""
         out.append(f"  {c('bold', 'Manual:')}        {section}{c('cyan', inc.link)}")
     if d.initiating is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from servetriage.classifier import paste_notes
+from servetriage.classifier import on_call_lines, paste_notes
 
 from ._limits import FALLBACK_TEXT, HEADER_TEXT, MAX_BLOCKS, SECTION_TEXT, clip, code, escape
 
@@ -94,12 +94,7 @@ def _known_head(d: "Diagnosis") -> list[Block]:
         lines.append(f"*First action:* {escape(inc.first_action)}")
         if inc.fix_or_status:
             lines.append(f"*Fix / status:* {escape(inc.fix_or_status)}")
-        if inc.klass:
-            lines.append(f"*Whose problem:* {escape(inc.klass)}")
-        if inc.recovery:
-            lines.append(f"*The process:* {escape(inc.recovery)}")
-        if inc.verify:
-            lines.append(f"*Verify the fix:* {escape(inc.verify)}")
+        lines.extend(f"*{label}:* {escape(text)}" for label, text in on_call_lines(inc))
         section = f"§{inc.section} " if inc.section else ""
         lines.append(f"*Manual:* <{_url(inc.link)}|{escape(section + inc.title)}>")
     blocks.append(_section("\n".join(lines)))

@@ -192,7 +192,7 @@ def test_the_answer_says_whose_problem_what_to_do_with_the_process_and_how_to_ve
     data = json.loads(d.to_json())
     assert data["class"] == d.incident.klass and data["recovery"] == d.incident.recovery and data["verify"]
     out = render_text(d)
-    assert "Whose problem:" in out and "The process:" in out and "Verify:" in out
+    assert "Whose problem:" in out and "The process:" in out and "Verify the fix:" in out
     assert json.loads(rules_engine.diagnose_text(HEALTHY["vllm"]).to_json())["recovery"] is None
 
 
