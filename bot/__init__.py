@@ -4,13 +4,13 @@
     >>> serve(Settings.from_env())            # Socket Mode with SLACK_APP_TOKEN, else HTTP
 
 The bot knows nothing of how a diagnosis is made: it is handed a `Diagnoser` (the real one is
-`servetriage.classifier.Engine`) and a `ReplyRecorder` (the feedback store; in memory by default),
-and `extensions` add listeners (the 👍/👎 actions). Subpackages follow slack-bolt's layout: `app`
+`servetriage.classifier.Engine`), a `ReplyRecorder` (the feedback store; in memory by default) and
+a `FeedbackService` that stores 👍/👎 and corrections (the listeners and Block Kit for them are the bot's). Subpackages follow slack-bolt's layout: `app`
 (building the App), `adapter` (serving it), `listener`, `middleware`, `render` (Block Kit),
 `triage` (the work after the ack), `store`, `detect`, and `standin` (a local Slack Web API).
 """
 
-from ._protocols import Diagnoser, ReplyRecorder
+from ._protocols import Diagnoser, FeedbackService, ReplyRecorder
 from ._serve import serve
 from .adapter import EVENTS_PATH, HttpAdapter, HttpServer, SocketModeAdapter
 from .app import BotApp, Extension, build_app
@@ -19,7 +19,7 @@ from .listener import COMMAND, SHORTCUT
 from .store import EventLedger, InMemoryRecorder
 
 __all__ = [
-    "BotApp", "COMMAND", "Diagnoser", "EVENTS_PATH", "EventLedger", "Extension", "FEEDBACK_DOWN", "FEEDBACK_UP",
+    "BotApp", "COMMAND", "Diagnoser", "EVENTS_PATH", "EventLedger", "Extension", "FEEDBACK_DOWN", "FEEDBACK_UP", "FeedbackService",
     "HttpAdapter", "HttpServer", "InMemoryRecorder", "MODAL_CALLBACK", "ReplyRecorder", "Reply", "SHORTCUT",
     "SocketModeAdapter", "build_app", "render_diagnosis", "serve",
 ]

@@ -1,4 +1,4 @@
-"""The two seams of the bot: what diagnoses a log, and what remembers a reply for feedback.
+"""The seams of the bot: what diagnoses a log, what remembers a reply, and what stores feedback.
 
 `bot/` never builds a diagnosis itself; it is handed a `Diagnoser` (the real one is
 `servetriage.classifier.Engine`) so that Slack concerns and the engine can change apart.
@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
 
 if TYPE_CHECKING:  # only for annotations: importing the bot must not pull the engine in
     from servetriage.classifier import Diagnosis, LogText
@@ -36,3 +36,139 @@ class ReplyRecorder(Protocol):
                user: str | None, source: str) -> str: ...
 
     def attach_reply(self, diagnosis_id: str, reply_ts: str) -> None: ...
+
+
+class TallyLabel(Protocol):
+    """What trusted voters agreed on: `kind` is "confirmed" or "corrected"."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def category(self) -> str: ...
+
+
+class Tally(Protocol):
+    @property
+    def up(self) -> int: ...
+
+    @property
+    def down(self) -> int: ...
+
+    @property
+    def label(self) -> TallyLabel | None: ...
+
+    @property
+    def suggested(self) -> tuple[tuple[str, int], ...]: ...
+
+
+class VoteOutcome(Protocol):
+    """A stored vote: `changed` is False for the same vote cast again; `throttled`/`trusted` say
+    whether it trains."""
+
+    @property
+    def diagnosis_id(self) -> str: ...
+
+    @property
+    def user(self) -> str: ...
+
+    @property
+    def direction(self) -> int: ...
+
+    @property
+    def changed(self) -> bool: ...
+
+    @property
+    def throttled(self) -> bool: ...
+
+    @property
+    def trusted(self) -> bool: ...
+
+    @property
+    def tally(self) -> Tally: ...
+
+
+class Answer(Protocol):
+    """A recorded answer: where it was posted, what it said and its current layout."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def channel(self) -> str: ...
+
+    @property
+    def thread_ts(self) -> str | None: ...
+
+    @property
+    def message_ts(self) -> str | None: ...
+
+    @property
+    def category(self) -> str: ...
+
+    @property
+    def alternatives(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def diagnosis(self) -> dict[str, Any]: ...
+
+    @property
+    def blocks(self) -> list[dict[str, Any]] | None: ...
+
+
+class WrittenIncident(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def title(self) -> str: ...
+
+
+class Choice(Protocol):
+    """One label a correction may pick: a category (`incident` None) or an incident of it;
+    `on_call`: written by on-call through the bot, not reviewed yet."""
+
+    @property
+    def category(self) -> str: ...
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def incident(self) -> str | None: ...
+
+    @property
+    def on_call(self) -> bool: ...
+
+
+@runtime_checkable
+class FeedbackService(Protocol):
+    """What the 👍/👎 buttons, reactions and the correction modal need, with no Slack in it.
+
+    Every write is durable when the call returns (the listener acknowledges Slack after it).
+    Unknown ids raise `servetriage.NotFound`; refused input raises another `ServetriageError`,
+    whose message is one line for the user."""
+
+    def vote(self, diagnosis_id: str, user: str, up: bool, *, source: str) -> VoteOutcome: ...
+
+    def retract(self, diagnosis_id: str, user: str, *, direction: int, source: str) -> bool: ...
+
+    def correct(self, diagnosis_id: str, user: str, category: str, incident: str | None, *,
+                source: str) -> VoteOutcome: ...
+
+    def new_incident(self, diagnosis_id: str, user: str, *, category: str, title: str, cause: str,
+                     first_action: str) -> tuple[WrittenIncident, VoteOutcome]: ...
+
+    def answer(self, diagnosis_id: str) -> Answer: ...
+
+    def answer_for_reply(self, channel: str, ts: str) -> Answer | None: ...
+
+    def keep_layout(self, diagnosis_id: str, blocks: list[dict[str, Any]]) -> None: ...
+
+    def tally(self, diagnosis_id: str) -> Tally: ...
+
+    def trusted_groups(self) -> tuple[str, ...]: ...
+
+    def set_group_members(self, group_id: str, members: list[str]) -> None: ...
+
+    def choices(self) -> Sequence[Choice]: ...

@@ -10,7 +10,7 @@ from typing import Any, Iterable
 from servetriage._errors import ConfigError
 from servetriage._settings import Settings
 
-from ._protocols import Diagnoser, ReplyRecorder
+from ._protocols import Diagnoser, FeedbackService, ReplyRecorder
 from .app import Extension, build_app
 
 log = logging.getLogger(__name__)
@@ -20,7 +20,7 @@ MISSING = ("Slack is not configured: set SLACK_BOT_TOKEN (xoxb-…) and either S
 
 
 def serve(settings: Settings, diagnoser: Diagnoser | None = None, recorder: ReplyRecorder | None = None,
-          extensions: Iterable[Extension] = ()) -> int:
+          feedback: FeedbackService | None = None, extensions: Iterable[Extension] = ()) -> int:
     """Run the bot until SIGINT/SIGTERM; Socket Mode when SLACK_APP_TOKEN is set, else HTTP on host:port."""
     if not settings.slack_bot_token or not (settings.slack_app_token or settings.slack_signing_secret):
         raise ConfigError(MISSING)
@@ -28,7 +28,7 @@ def serve(settings: Settings, diagnoser: Diagnoser | None = None, recorder: Repl
     if diagnoser is None:
         from servetriage.classifier import Engine  # the engine loads lazily; constructing it is cheap
         diagnoser = Engine(settings)
-    bot = build_app(settings, diagnoser, recorder=recorder, extensions=extensions)
+    bot = build_app(settings, diagnoser, recorder=recorder, feedback=feedback, extensions=extensions)
     bot.warm_in_background()
     previous = _sigterm_as_interrupt()
     try:

@@ -1,15 +1,16 @@
-"""Learning from on-call feedback: 👍/👎 and corrections in SQLite retrain the model, gated.
+"""Learning from on-call feedback: 👍/👎 and corrections, stored, retrain the model, gated.
 
 The parts, and how `servetriage serve` wires them:
 
-    parts = for_bot(settings).start()    # FeedbackStore + ModelHandle + Retrainer (started) + Slack extension
-    serve(settings, parts.diagnoser, recorder=parts.recorder, extensions=parts.extensions)
+    parts = for_bot(settings).start()    # FeedbackStore, ModelHandle, Retrainer (started), StoreFeedback
+    serve(settings, parts.diagnoser, recorder=parts.recorder, feedback=parts.feedback)
     parts.close()                        # on shutdown, after the bot has drained
 
-* `FeedbackStore` — the database (WAL, versioned migrations); the bot's `ReplyRecorder`.
+* `FeedbackStore` — one repository per concern (replies, votes, training set, incidents, trust,
+  forgetting, model versions) over one database: SQLite, or PostgreSQL for replicas.
 * `ModelHandle` — the bot's diagnoser; answers with the active model, swapped on promotion.
 * `Retrainer` — debounced background retraining, promoted only when no worse on the gate.
-* `feedback_extension(store, handle=…, retrainer=…)` (a `FeedbackFlow`) — the Slack listeners: buttons, reactions, correction, new-incident modal.
+* `StoreFeedback` — the Slack-free service the bot's feedback listeners call (`bot.FeedbackService`).
 * CLI: `servetriage model list|promote|rollback`, `feedback export|forget`, `db backup`,
   `corpus export`, `eval --online`.
 
@@ -31,9 +32,9 @@ _LAZY = {
     "Retrainer": "._retrain", "RetrainResult": "._retrain", "prune": "._retrain", "sync_models": "._retrain",
     "training_hash": "._retrain", "training_set": "._retrain",
     "Allowlist": "._rules", "RateLimit": "._rules", "derive": "._rules",
-    "DiagnosisRow": "._store", "FeedbackExample": "._store", "FeedbackStore": "._store", "ModelRow": "._store",
-    "NewIncident": "._store", "Tally": "._store", "VoteResult": "._store", "backup_database": "._store",
-    "FeedbackFlow": "._slack",
+    "DiagnosisRow": "._replies", "FeedbackExample": "._training", "FeedbackStore": "._store", "ModelRow": "._models",
+    "NewIncident": "._incidents", "Tally": "._derive", "VoteResult": "._votes", "backup_database": "._store",
+    "StoreFeedback": "._service",
     "BotParts": "._wiring", "for_bot": "._wiring",
 }
 SCHEMA_VERSION = 4  # the latest migration (checked against _schema.LATEST by the tests)
@@ -52,12 +53,6 @@ if TYPE_CHECKING:
     from servetriage._settings import Settings
 
 
-def feedback_extension(*args: Any, **kwargs: Any):
-    """The Slack listeners as a `build_app` extension: `(app) -> None` (see `_slack.FeedbackFlow`)."""
-    from ._slack import feedback_extension as make  # noqa: PLC0415
-    return make(*args, **kwargs)
-
-
 def register_cli(subparsers: argparse._SubParsersAction) -> None:
     from ._cli import register_cli as register  # noqa: PLC0415
     register(subparsers)
@@ -74,10 +69,10 @@ def export_incidents(args: argparse.Namespace, settings: "Settings") -> int:
 
 
 __all__ = [
-    "Allowlist", "BotParts", "DiagnosisRow", "FeedbackError", "FeedbackExample", "FeedbackFlow", "FeedbackMemory",
+    "Allowlist", "BotParts", "DiagnosisRow", "FeedbackError", "FeedbackExample", "FeedbackMemory",
     "FeedbackStore", "GateCase",
     "ModelHandle", "ModelRow", "NewIncident", "NotFound", "RateLimit", "RetrainResult", "Retrainer", "SCHEMA_VERSION",
-    "SchemaError", "Tally", "VoteResult", "backup_database", "corpus_gate_cases", "derive", "export_incidents",
-    "feedback_extension", "for_bot", "online_eval", "prune", "register_cli", "sync_models", "training_hash",
+    "SchemaError", "StoreFeedback", "Tally", "VoteResult", "backup_database", "corpus_gate_cases", "derive", "export_incidents",
+    "for_bot", "online_eval", "prune", "register_cli", "sync_models", "training_hash",
     "training_set",
 ]

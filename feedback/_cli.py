@@ -65,7 +65,7 @@ def _usage(parser: argparse.ArgumentParser):
 
 def _store(settings: Settings, must_exist: bool = True):
     from ._store import FeedbackStore  # noqa: PLC0415
-    if must_exist and not settings.db_path.is_file():
+    if must_exist and not settings.database_url and not settings.db_path.is_file():
         raise FeedbackError(f"no feedback database at {settings.db_path} yet (the bot creates it)")
     return FeedbackStore.open(settings)
 
@@ -79,8 +79,8 @@ def cmd_model_list(args: argparse.Namespace, settings: Settings) -> int:
     artefacts = ArtefactStore(settings.model_dir)
     with _store(settings, must_exist=False) as store:
         sync_models(store, artefacts)
-        rows = store.models()
-        quarantined = store.quarantined()
+        rows = store.models.all()
+        quarantined = store.training.quarantined()
     on_disk = {m.version for m in artefacts.versions()}
     if args.json:
         for r in rows:
@@ -135,7 +135,7 @@ def _activate(settings: Settings, store, version: str, note: str) -> None:
     artefacts = ArtefactStore(settings.model_dir)
     sync_models(store, artefacts)
     artefacts.activate(version)
-    store.set_model_state(version, "active", note=note)
+    store.models.set_state(version, "active", note=note)
 
 
 def cmd_model_promote(args: argparse.Namespace, settings: Settings) -> int:
@@ -147,7 +147,7 @@ def cmd_model_promote(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     with _store(settings, must_exist=False) as store:
         _activate(settings, store, args.version, "promoted by hand")
-        released = store.release([k for k, r in store.quarantined().items() if r.get("version") == args.version])
+        released = store.training.release([k for k, r in store.training.quarantined().items() if r.get("version") == args.version])
     extra = f"; {released} quarantined example(s) released" if released else ""
     print(f"model {args.version} is now active (a running bot switches within seconds){extra}")
     return 0
@@ -164,7 +164,7 @@ def cmd_model_rollback(args: argparse.Namespace, settings: Settings) -> int:
         raise FeedbackError("no active model to roll back from")
     with _store(settings, must_exist=False) as store:
         sync_models(store, artefacts)
-        rows = {r.version: r for r in store.models()}
+        rows = {r.version: r for r in store.models.all()}
         on_disk = {m.version for m in artefacts.versions()}
         earlier = sorted((r for r in rows.values() if r.version != current and r.activated and r.version in on_disk
                           and r.state == "retired"), key=lambda r: (r.activated, r.version), reverse=True)
@@ -176,7 +176,7 @@ def cmd_model_rollback(args: argparse.Namespace, settings: Settings) -> int:
             raise FeedbackError(f"nothing to roll back to: no earlier active version of {current} is on disk")
         _check_loadable(settings, target)
         _activate(settings, store, target, f"rolled back to (from {current})")
-        store.set_model_state(current, "rejected", note="rolled back by hand")
+        store.models.set_state(current, "rejected", note="rolled back by hand")
     print(f"rolled back: model {target} is active again; {current} is marked rejected")
     return 0
 
@@ -195,11 +195,11 @@ def cmd_feedback_export(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_feedback_forget(args: argparse.Namespace, settings: Settings) -> int:
     with _store(settings) as store:
         if args.vote is not None:
-            what, counts = f"vote {args.vote}", store.forget_vote(args.vote)
+            what, counts = f"vote {args.vote}", store.forget.vote(args.vote)
         elif args.user is not None:
-            what, counts = f"user {args.user}", store.forget_user(args.user)
+            what, counts = f"user {args.user}", store.forget.user(args.user)
         else:
-            what, counts = f"diagnosis {args.diagnosis}", store.forget_diagnosis(args.diagnosis)
+            what, counts = f"diagnosis {args.diagnosis}", store.forget.diagnosis(args.diagnosis)
         summary = ", ".join(f"{v} {k}" for k, v in counts.items() if v)
         print(f"forgot {what}: {summary or 'nothing else'}")
         if args.no_retrain:
@@ -214,7 +214,7 @@ def _retrain_now(settings: Settings, store) -> Any:
     from ._handle import ModelHandle  # noqa: PLC0415
     from ._retrain import Retrainer  # noqa: PLC0415
 
-    handle = ModelHandle(settings, store=store)
+    handle = ModelHandle(settings, training=store.training, incidents=store.incidents)
     if not handle.learning:
         raise FeedbackError("the learned passes are off (SERVETRIAGE_EMBEDDINGS=off): nothing to retrain")
     return Retrainer(settings, store, handle).run_once()
@@ -224,6 +224,8 @@ def _retrain_now(settings: Settings, store) -> Any:
 def cmd_db_backup(args: argparse.Namespace, settings: Settings) -> int:
     from ._store import backup_database  # noqa: PLC0415
 
+    if settings.database_url:
+        raise FeedbackError("the database is PostgreSQL (SERVETRIAGE_DATABASE_URL): back it up with pg_dump")
     dest = backup_database(settings.db_path, args.path)
     print(f"backed up {settings.db_path} to {dest}")
     return 0

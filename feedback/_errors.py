@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from servetriage._errors import NotFound as _NotFound
 from servetriage._errors import ServetriageError
 
 
@@ -9,7 +10,7 @@ class FeedbackError(ServetriageError):
     """Bad input to a feedback operation (unknown vote, diagnosis, version, …); nothing was changed."""
 
 
-class NotFound(FeedbackError):
+class NotFound(FeedbackError, _NotFound):
     """The vote, diagnosis, user or model version named does not exist."""
 
 

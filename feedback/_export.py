@@ -18,7 +18,8 @@ import yaml
 from servetriage._settings import Settings
 
 from ._errors import FeedbackError
-from ._store import FeedbackStore, NewIncident
+from ._incidents import NewIncident
+from ._store import FeedbackStore
 
 FORMATS = ("jsonl", "csv")
 EXAMPLE_LINES = 20
@@ -55,14 +56,14 @@ def write_feedback(store: FeedbackStore, fh: IO[str], fmt: str = "jsonl", with_e
         raise FeedbackError(f"unknown format {fmt!r} (jsonl or csv)")
     n = 0
     if fmt == "jsonl":
-        for row in store.export_rows(with_excerpt):
+        for row in store.votes.export_rows({e.diagnosis_id: e for e in store.training.examples()}, with_excerpt):
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
             n += 1
         return n
     fields = [f for f in CSV_FIELDS if with_excerpt or f != "excerpt"]
     writer = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
     writer.writeheader()
-    for row in store.export_rows(with_excerpt):
+    for row in store.votes.export_rows({e.diagnosis_id: e for e in store.training.examples()}, with_excerpt):
         writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
         n += 1
     return n
@@ -83,7 +84,7 @@ _Dumper.add_representer(str, _str)
 
 def incident_entry(inc: NewIncident, store: FeedbackStore, corpus) -> dict[str, Any]:
     """One corpus incident (corpus/SCHEMA.md) for a reviewer to finish: signatures are left to them."""
-    row = store.diagnosis(inc.diagnosis_id) if inc.diagnosis_id else None
+    row = store.replies.get(inc.diagnosis_id) if inc.diagnosis_id else None
     shown = ""
     if row is not None:
         d = row.diagnosis or {}
@@ -133,10 +134,10 @@ def export_incidents(args: argparse.Namespace, settings: Settings) -> int:
         entries: list[dict[str, Any]] = []
     else:
         with FeedbackStore.open(settings) as store:
-            incidents = store.new_incidents()
+            incidents = store.incidents.all()
             entries = [incident_entry(inc, store, corpus) for inc in incidents]
             if incidents and getattr(args, "output", "-") not in (None, "-"):
-                store.mark_exported([i.id for i in incidents])
+                store.incidents.mark_exported([i.id for i in incidents])
     text = HEADER + yaml.dump({"incidents": entries}, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
     with output(getattr(args, "output", "-")) as fh:
         fh.write(text)

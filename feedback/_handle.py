@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from servetriage.classifier import Diagnosis, Engine, LogText, Model
     from servetriage.corpus import Corpus
 
-    from ._store import FeedbackStore
+    from ._incidents import Incidents
+    from ._training import TrainingSet
 
 log = logging.getLogger(__name__)
 
@@ -45,11 +46,12 @@ class _Live:
 class ModelHandle:
     """A `Diagnoser` (`diagnose`, `warm`) whose model can be swapped while it serves."""
 
-    def __init__(self, settings: Settings, corpus: "Corpus | None" = None, *, store: "FeedbackStore | None" = None,
-                 check_every_s: float = 5.0) -> None:
+    def __init__(self, settings: Settings, corpus: "Corpus | None" = None, *, training: "TrainingSet | None" = None,
+                 incidents: "Incidents | None" = None, check_every_s: float = 5.0) -> None:
         self.settings = settings
         self._corpus = corpus
-        self.store = store
+        self._training = training      # the feedback memory's examples (None: no memory)
+        self._incidents = incidents    # the corpus overlay (None: corpus incidents only)
         self.check_every_s = check_every_s
         self._lock = threading.RLock()
         self._live: _Live | None = None
@@ -99,7 +101,8 @@ class ModelHandle:
 
     def diagnose(self, log_text: "LogText") -> "Diagnosis":
         live = self._current()
-        return self._overlay(live.engine.diagnose(log_text))
+        d = self._overlay(live.engine.diagnose(log_text))
+        return dataclasses.replace(d, model_version=live.version) if live.version else d
 
     def diagnose_text(self, text: str, name: str | None = None) -> "Diagnosis":
         from servetriage.classifier import from_text  # noqa: PLC0415
@@ -118,16 +121,16 @@ class ModelHandle:
     # -- the feedback memory ----------------------------------------------------------------------
     def memory(self) -> FeedbackMemory:
         """The memory as of the database's current feedback generation (rebuilt when it moved)."""
-        if self.store is None:
+        if self._training is None:
             return EMPTY
-        generation = self.store.generation()
+        generation = self._training.generation()
         mem = self._memory
         if mem.generation == generation:
             return mem
         with self._memory_lock:
             if self._memory.generation != generation:
                 items = [(self._sigs.of_text(e.text), e.category, e.incident)
-                         for e in self.store.examples() if not e.holdout]
+                         for e in self._training.examples() if not e.holdout]
                 self._memory = FeedbackMemory(items, generation=generation)
             return self._memory
 
@@ -191,13 +194,13 @@ class ModelHandle:
     # -- the corpus overlay -------------------------------------------------------------------------
     def _overlay(self, d: "Diagnosis") -> "Diagnosis":
         """Name an incident written through the bot when the answer points at one."""
-        if self.store is None or d.is_unknown:
+        if self._incidents is None or d.is_unknown:
             return d
         cand = next((c for c in d.top if c.category == d.category), None)
         if cand is None or not cand.incident or self.corpus.incident(cand.incident) is not None:
             return d
         try:
-            inc = self.store.incident(cand.incident)
+            inc = self._incidents.get(cand.incident)
         except NotFound:
             return d
         return dataclasses.replace(d, incident=overlay_ref(inc, self.settings))

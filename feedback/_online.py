@@ -54,15 +54,15 @@ def _prepare_data_dir(settings: Settings, tmp: Path) -> Settings:
 
 def replay(settings: Settings, directory: Path | str, progress=lambda msg: None) -> dict[str, Any]:
     from servetriage.classifier import read_path  # noqa: PLC0415
+    from servetriage.corpus import load_corpus  # noqa: PLC0415
     from servetriage.eval import load_cases  # noqa: PLC0415
 
     cases = load_cases(directory)
     with tempfile.TemporaryDirectory(prefix="servetriage-online-") as tmp:
         rs = _prepare_data_dir(settings, Path(tmp))
-        handle = ModelHandle(rs, check_every_s=3600.0)
-        store = FeedbackStore(rs.db_path, rate_limit=RateLimit.off(), categories=handle.corpus.categories,
-                              model_version=lambda: handle.version)
-        handle.store = store
+        corpus = load_corpus(rs.extra_corpus_dirs)
+        store = FeedbackStore(rs.db_path, rate_limit=RateLimit.off(), categories=corpus.categories)
+        handle = ModelHandle(rs, corpus, training=store.training, incidents=store.incidents, check_every_s=3600.0)
         try:
             progress("loading the model")
             handle.warm()
@@ -84,14 +84,14 @@ def replay(settings: Settings, directory: Path | str, progress=lambda msg: None)
                 right = d.category == case.category
                 online.append(right)
                 memory_online += int("memory" in d.passes)
-                did = store.record(d, log.text, team="replay", channel="replay", thread_ts=f"case-{n}",
+                did = store.replies.record(d, log.text, team="replay", channel="replay", thread_ts=f"case-{n}",
                                    user="replay-asker", source="replay")
                 diagnosis_ids.append(did)
                 if right:
-                    store.vote(did, REPLAY_USER, True, source="replay")
+                    store.votes.vote(did, REPLAY_USER, True, source="replay")
                 else:
                     incident = next((c.incident for c in d.top if c.category == case.category and c.incident), None)
-                    store.correct(did, REPLAY_USER, case.category, incident, source="replay")
+                    store.votes.correct(did, REPLAY_USER, case.category, incident, source="replay")
                 result = retrainer.run_once()
                 if result.state != "skipped":
                     cycles.append(result)
@@ -102,8 +102,8 @@ def replay(settings: Settings, directory: Path | str, progress=lambda msg: None)
             progress("second pass")
             finals = [handle.diagnose(log) for log in logs]
             second = [d.category == c.category for d, c in zip(finals, cases)]
-            examples = {e.diagnosis_id: e for e in store.examples()}
-            quarantined = store.quarantined()
+            examples = {e.diagnosis_id: e for e in store.training.examples()}
+            quarantined = store.training.quarantined()
             misses = {"held_out": 0, "quarantined": 0, "memory_answered": 0, "right_at_first": 0}
             for did, d, ok, first in zip(diagnosis_ids, finals, second, online):
                 if ok:

@@ -22,7 +22,6 @@ the database's feedback generation so changes made by other processes are picked
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import hashlib
 import logging
 import os
@@ -30,7 +29,6 @@ import shutil
 import threading
 import time
 from collections import deque
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
@@ -38,7 +36,8 @@ from servetriage._errors import ModelError
 
 from ._gate import CORPUS_SAMPLE, FEEDBACK_MAX, Gate, GateCase, corpus_gate_cases, faiss_single_thread, gate_hash
 from ._handle import ModelHandle
-from ._store import FeedbackExample, FeedbackStore
+from ._store import FeedbackStore
+from ._training import FeedbackExample
 
 if TYPE_CHECKING:
     from servetriage.classifier import Engine, TrainingExample
@@ -147,7 +146,7 @@ class Retrainer:
                         break
                 if self._stop.is_set():
                     break
-            elif self._seen_generation is not None and self.store.generation() == self._seen_generation:
+            elif self._seen_generation is not None and self.store.training.generation() == self._seen_generation:
                 continue
             try:
                 self.run_once()
@@ -161,12 +160,12 @@ class Retrainer:
             return
         engine, version = self.handle.engine, self.handle.version
         with faiss_single_thread():
-            self.gate.score(version, self._predictor(engine), self._gate_cases(self.store.examples()),
+            self.gate.score(version, self._predictor(engine), self._gate_cases(self.store.training.examples()),
                             context=self.handle.memory_key)
 
     # -- one cycle ---------------------------------------------------------------------------------
     def run_once(self, *, force: bool = False, require_gate: bool = True) -> RetrainResult:
-        with self._run_lock, _file_lock(self.settings.model_dir):
+        with self._run_lock, self.store.db.exclusive("retrain"):  # one retrain across replicas
             result = self._cycle(force=force, require_gate=require_gate)
         self.results.append(result)
         if self.on_result is not None:
@@ -178,7 +177,7 @@ class Retrainer:
         from servetriage.classifier import ArtefactStore, retrain, train  # noqa: PLC0415
 
         t0 = time.perf_counter()
-        generation = self.store.generation()
+        generation = self.store.training.generation()
         if not self.handle.learning:
             self._seen_generation = generation
             return RetrainResult("skipped", None, None, "the learned passes are off")
@@ -186,12 +185,12 @@ class Retrainer:
         parent = self.handle.model
         artefacts = ArtefactStore(self.settings.model_dir)
         sync_models(self.store, artefacts)
-        feedback = self.store.examples()
-        quarantined = self.store.quarantined()
+        feedback = self.store.training.examples()
+        quarantined = self.store.training.quarantined()
         extra = training_set([e for e in feedback if (e.text_hash, e.category) not in quarantined])
         thash = training_hash(extra)
         parent_keys = self._parent_keys(artefacts, parent.meta.version)
-        parent_row = self.store.model(parent.meta.version)
+        parent_row = self.store.models.get(parent.meta.version)
         parent_hash = parent_row.training_hash if parent_row and parent_row.training_hash else \
             self._hash_of(artefacts, parent.meta.version)
         stale = parent_keys - {_key(e.text, e.category) for e in extra}
@@ -200,7 +199,7 @@ class Retrainer:
             return RetrainResult("skipped", None, parent.meta.version, "the active model has this training set",
                                  time.perf_counter() - t0)
         if not force and not stale and any(m.training_hash == thash and m.parent == parent.meta.version
-                                           and m.state == "rejected" for m in self.store.models()):
+                                           and m.state == "rejected" for m in self.store.models.all()):
             return RetrainResult("skipped", None, parent.meta.version,
                                  "this training set was already rejected against the active model",
                                  time.perf_counter() - t0)
@@ -216,7 +215,7 @@ class Retrainer:
             how = "full train (the corpus changed)"
         retrain_s = time.perf_counter() - t1
         version = candidate.meta.version
-        self.store.put_model(version, state="candidate", parent=parent.meta.version, created=candidate.meta.created,
+        self.store.models.put(version, state="candidate", parent=parent.meta.version, created=candidate.meta.created,
                              training_hash=thash, examples=candidate.meta.examples,
                              feedback_examples=candidate.meta.feedback_examples,
                              metrics={**candidate.meta.metrics, "retrain_seconds": round(retrain_s, 3)})
@@ -237,7 +236,7 @@ class Retrainer:
             artefacts.activate(version)
             reason = "no worse on the gate" if no_worse else (
                 f"removes {len(stale)} example(s) that no longer stand" if stale else "promoted without the gate")
-            self.store.set_model_state(version, "active", note=reason, gate=gate)
+            self.store.models.set_state(version, "active", note=reason, gate=gate)
             self.handle.swap(candidate, cand_engine)
             state = "active"
         else:
@@ -247,9 +246,9 @@ class Retrainer:
             # retrain can still learn from everything else (the memory keeps answering with them).
             added = {_key(e.text, e.category) for e in extra} - parent_keys
             if added:
-                self.store.quarantine(added, version, reason)
+                self.store.training.quarantine(added, version, reason)
                 reason += f"; {len(added)} new example(s) quarantined"
-            self.store.set_model_state(version, "rejected", note=reason, gate=gate)
+            self.store.models.set_state(version, "rejected", note=reason, gate=gate)
             state = "rejected"
         try:
             prune(self.store, artefacts)
@@ -297,29 +296,29 @@ class Retrainer:
 def sync_models(store: FeedbackStore, artefacts) -> None:
     """Make the database's model list agree with the disk: versions trained elsewhere are added, and
     the version the `ACTIVE` pointer names is the one marked active."""
-    known = {m.version: m for m in store.models()}
+    known = {m.version: m for m in store.models.all()}
     active = artefacts.active()
     for meta in artefacts.versions():
         if meta.version not in known:
-            store.put_model(meta.version, state="active" if meta.version == active else "retired", parent=meta.parent,
+            store.models.put(meta.version, state="active" if meta.version == active else "retired", parent=meta.parent,
                             created=meta.created, training_hash=None, examples=meta.examples,
                             feedback_examples=meta.feedback_examples, metrics=meta.metrics,
                             note="trained outside the feedback loop")
     if active is not None:
-        row = store.model(active)
+        row = store.models.get(active)
         if row is not None and row.state != "active":
-            store.set_model_state(active, "active")
-    for m in store.models():
+            store.models.set_state(active, "active")
+    for m in store.models.all():
         if m.state == "active" and m.version != active:
-            store.set_model_state(m.version, "retired", note="no longer the ACTIVE version")
+            store.models.set_state(m.version, "retired", note="no longer the ACTIVE version")
 
 
 def prune(store: FeedbackStore, artefacts) -> list[str]:
     """Delete the artefacts of old rejected and retired versions (their database rows stay)."""
     active = artefacts.active()
-    rows = [m for m in store.models() if m.version != active]
+    rows = [m for m in store.models.all() if m.version != active]
     protect = {active}
-    act = store.model(active) if active else None
+    act = store.models.get(active) if active else None
     if act is not None and act.parent:
         protect.add(act.parent)
     removed = []
@@ -332,16 +331,3 @@ def prune(store: FeedbackStore, artefacts) -> list[str]:
             shutil.rmtree(path)
             removed.append(m.version)
     return removed
-
-
-@contextmanager
-def _file_lock(directory: Path) -> Iterator[None]:
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    fd = os.open(directory / ".retrain.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)

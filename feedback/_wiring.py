@@ -1,37 +1,45 @@
-"""`for_bot(settings)`: everything `servetriage serve` needs from the feedback loop, in one object."""
+"""`for_bot(settings)`: everything `servetriage serve` needs from the feedback loop, built in order.
+
+The store comes first, then the model handle reading the store's training set and incidents, then
+the retrainer, then the service whose changes wake the retrainer: each part is handed what it uses
+when it is made, and nothing is wired in afterwards.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ._handle import ModelHandle
+from ._replies import Replies
 from ._retrain import Retrainer
+from ._service import StoreFeedback
 from ._store import FeedbackStore
 
 if TYPE_CHECKING:
     from servetriage._settings import Settings
+    from servetriage.corpus import Corpus
 
 log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
 class BotParts:
-    """Pass `diagnoser`, `recorder` and `extensions` to `bot.build_app`; `start()` once serving; `close()` at exit."""
+    """Pass `diagnoser`, `recorder` and `feedback` to `bot.build_app`; `start()` once serving; `close()` at exit."""
 
     store: FeedbackStore
     handle: ModelHandle
     retrainer: Retrainer
-    extensions: tuple[Callable[[Any], None], ...]
+    feedback: StoreFeedback
 
     @property
     def diagnoser(self) -> ModelHandle:
         return self.handle
 
     @property
-    def recorder(self) -> FeedbackStore:
-        return self.store
+    def recorder(self) -> Replies:
+        return self.store.replies
 
     def start(self) -> "BotParts":
         if self.handle.learning:
@@ -43,14 +51,14 @@ class BotParts:
         self.store.close()
 
 
-def for_bot(settings: "Settings", *, corpus=None, debounce_s: float = 5.0, **store_kw: Any) -> BotParts:
-    from ._slack import feedback_extension  # noqa: PLC0415
-
-    handle = ModelHandle(settings, corpus)
-    store = FeedbackStore.open(settings, categories=handle.corpus.categories,
-                               incidents=[i.id for i in handle.corpus.incidents],
-                               model_version=lambda: handle.version, **store_kw)
-    handle.store = store
+def for_bot(settings: "Settings", *, corpus: "Corpus | None" = None, debounce_s: float = 5.0,
+            **store_kw: Any) -> BotParts:
+    if corpus is None:
+        from servetriage.corpus import load_corpus  # noqa: PLC0415
+        corpus = load_corpus(settings.extra_corpus_dirs)
+    store = FeedbackStore.open(settings, categories=corpus.categories, incidents=[i.id for i in corpus.incidents],
+                               **store_kw)
+    handle = ModelHandle(settings, corpus, training=store.training, incidents=store.incidents)
     retrainer = Retrainer(settings, store, handle, debounce_s=debounce_s)
-    extension = feedback_extension(store, handle=handle, retrainer=retrainer, settings=settings)
-    return BotParts(store, handle, retrainer, (extension,))
+    feedback = StoreFeedback(store, corpus, on_change=retrainer.notify)
+    return BotParts(store, handle, retrainer, feedback)

@@ -28,3 +28,7 @@ class ModelError(ServetriageError):
 
 class ConfigError(ServetriageError):
     """A setting has a value we cannot use."""
+
+
+class NotFound(ServetriageError):
+    """A record named by id (a diagnosis, a vote, a model version) does not exist."""

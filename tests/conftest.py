@@ -76,3 +76,21 @@ def settings(tmp_path: Path) -> Settings:
 def mini_corpus() -> Corpus:
     cats = load_categories()
     return Corpus(cats, tuple(parse_incidents(yaml.safe_load(MINI_CORPUS), cats, "mini.yaml")))
+
+
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory: pytest.TempPathFactory):
+    """A real PostgreSQL server for the session (see tests/postgres.py); `.new_database()` per test."""
+    from postgres import start_or_skip
+
+    server = start_or_skip(tmp_path_factory.mktemp("pg"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a store test keeps its data: a SQLite file, or a fresh database on the test server."""
+    if request.param == "sqlite":
+        return str(tmp_path / "fb.sqlite")
+    return request.getfixturevalue("postgres").new_database()

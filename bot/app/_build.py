@@ -19,8 +19,8 @@ from slack_bolt.logger import get_bolt_logger, messages
 from servetriage._errors import ConfigError
 from servetriage._settings import Settings
 
-from .._protocols import Diagnoser, ReplyRecorder
-from ..listener import register_fallbacks, register_listeners
+from .._protocols import Diagnoser, FeedbackService, ReplyRecorder
+from ..listener import FeedbackListener, register_fallbacks, register_listeners
 from ..middleware import DedupeEvents
 from ..store import EventLedger, InMemoryRecorder
 from ..triage import ChannelRateLimiter, FileReader, Triage, WorkPool
@@ -79,8 +79,9 @@ def _without_token_warnings() -> Iterator[None]:
 
 
 def build_app(settings: Settings, diagnoser: Diagnoser, recorder: ReplyRecorder | None = None,
-              extensions: Iterable[Extension] = ()) -> BotApp:
-    """The whole bot for `settings`; `extensions` register more listeners (feedback buttons, reactions)."""
+              feedback: FeedbackService | None = None, extensions: Iterable[Extension] = ()) -> BotApp:
+    """The whole bot for `settings`. With `feedback`, the 👍/👎 buttons, reactions and corrections are
+    stored through it (without, they are acknowledged and logged); `extensions` register more listeners."""
     if not settings.slack_bot_token:
         raise ConfigError("SLACK_BOT_TOKEN is not set")
     recorder = recorder if recorder is not None else InMemoryRecorder()
@@ -106,6 +107,8 @@ def build_app(settings: Settings, diagnoser: Diagnoser, recorder: ReplyRecorder 
     )
     app.use(DedupeEvents(ledger))
     register_listeners(app, triage, settings)
+    if feedback is not None:
+        FeedbackListener(feedback).register(app)
     for extend in extensions:
         extend(app)
     register_fallbacks(app)

@@ -9,6 +9,7 @@ from servetriage._settings import Settings
 from ..triage import Triage
 from ._commands import COMMAND, CommandListener
 from ._fallbacks import register_fallbacks
+from ._feedback import FeedbackListener, reaction_direction
 from ._mentions import MentionListener
 from ._messages import MessageListener
 from ._shortcuts import SHORTCUT, ShortcutListener
@@ -21,5 +22,5 @@ def register_listeners(app: App, triage: Triage, settings: Settings) -> None:
         listener.register(app)
 
 
-__all__ = ["COMMAND", "CommandListener", "MentionListener", "MessageListener", "SHORTCUT", "ShortcutListener",
-           "ViewListener", "register_fallbacks", "register_listeners"]
+__all__ = ["COMMAND", "CommandListener", "FeedbackListener", "MentionListener", "MessageListener", "SHORTCUT", "ShortcutListener",
+           "ViewListener", "reaction_direction", "register_fallbacks", "register_listeners"]

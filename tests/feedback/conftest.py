@@ -56,7 +56,19 @@ def plain_settings(tmp_path: Path) -> Settings:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Any]:
+def store(database_url: str) -> Iterator[Any]:
+    """A fresh feedback store, once on SQLite and once on PostgreSQL (the same tests on both)."""
+    from servetriage.feedback import FeedbackStore
+    from servetriage.storage import connect
+
+    s = FeedbackStore(connect(database_url))
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[Any]:
+    """A store on SQLite only, for what only SQLite has (WAL, the file, the online backup)."""
     from servetriage.feedback import FeedbackStore
 
     s = FeedbackStore(tmp_path / "fb.sqlite")

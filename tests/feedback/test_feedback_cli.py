@@ -35,12 +35,12 @@ def cli(fb_settings, fb_corpus, monkeypatch):
 def _learn_novel(fb_settings, fb_corpus) -> tuple[str, str, str]:
     """One correction retrained and promoted; returns (first version, new version, diagnosis id)."""
     with FeedbackStore(fb_settings.db_path, categories=fb_corpus.categories, rate_limit=RateLimit.off()) as store:
-        handle = ModelHandle(fb_settings, fb_corpus, store=store)
+        handle = ModelHandle(fb_settings, fb_corpus, training=store.training, incidents=store.incidents)
         start = handle.version
-        did = store.record(handle.diagnose_text(NOVEL_LOG), NOVEL_LOG, team="T1", channel="C1", thread_ts="1",
+        did = store.replies.record(handle.diagnose_text(NOVEL_LOG), NOVEL_LOG, team="T1", channel="C1", thread_ts="1",
                            user="UASK", source="message")
-        store.vote(did, "U1", False)
-        store.correct(did, "U1", NOVEL_LABEL)
+        store.votes.vote(did, "U1", False)
+        store.votes.correct(did, "U1", NOVEL_LABEL)
         result = Retrainer(fb_settings, store, handle).run_once()
     assert result.promoted
     return start, result.version, did
@@ -93,20 +93,20 @@ def test_feedback_export_and_forget(cli, capsys, fb_settings, fb_corpus, tmp_pat
     extra = ArtefactStore(fb_settings.model_dir).load_object(active, "extra")
     assert not [e for e in extra if e["source"] == "feedback"]
     with FeedbackStore(fb_settings.db_path) as store:
-        assert store.examples() == [] and store.votes() == []
+        assert store.training.examples() == [] and store.votes.all() == []
 
 
 def test_db_backup_and_corpus_export(cli, capsys, fb_settings, tmp_path):
     code, _, err = cli(capsys, "db", "backup", str(tmp_path / "b.sqlite"))
     assert code == 2 and "no feedback database" in err
     with FeedbackStore(fb_settings.db_path) as store:
-        did = store.record(diagnosis(), NOVEL_LOG, team="T1", channel="C1", thread_ts="1", user="UASK", source="message")
-        inc, _ = store.new_incident(did, "U4", category=NOVEL_LABEL, title="Triton cannot compile fp8 kernels",
+        did = store.replies.record(diagnosis(), NOVEL_LOG, team="T1", channel="C1", thread_ts="1", user="UASK", source="message")
+        inc, _ = store.votes.new_incident(did, "U4", category=NOVEL_LABEL, title="Triton cannot compile fp8 kernels",
                                     cause="fp8e4nv needs compute capability 8.9.", first_action="Use fp16 KV cache.")
     dest = tmp_path / "b.sqlite"
     assert cli(capsys, "db", "backup", str(dest))[0] == 0
     with FeedbackStore(dest) as copy:
-        assert [i.id for i in copy.new_incidents()] == [inc.id]
+        assert [i.id for i in copy.incidents.all()] == [inc.id]
     code, _, err = cli(capsys, "db", "backup", str(dest))
     assert code == 2 and "already exists" in err
 

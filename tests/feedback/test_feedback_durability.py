@@ -45,9 +45,9 @@ def click(url: str, user: str, diagnosis_id: str) -> int:
 def test_sigkill_during_a_burst_loses_no_acknowledged_vote(tmp_path: Path):
     data = tmp_path / "data"
     with FeedbackStore(data / "servetriage.sqlite") as store:
-        did = store.record(diagnosis(), "torch.OutOfMemoryError: CUDA out of memory", team="T1", channel="C1",
+        did = store.replies.record(diagnosis(), "torch.OutOfMemoryError: CUDA out of memory", team="T1", channel="C1",
                            thread_ts="1699.0", user="UASK", source="message")
-        store.attach_reply(did, "1700.1")
+        store.replies.attach_reply(did, "1700.1")
     with SlackStandIn() as slack:
         proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("vote_server.py")), str(data),
                                  slack.api_url, SECRET, slack.token], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,

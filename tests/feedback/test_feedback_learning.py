@@ -17,7 +17,7 @@ from servetriage.feedback._memory import FeedbackMemory, signature
 @pytest.fixture
 def loop(fb_settings, fb_corpus):
     store = FeedbackStore(fb_settings.db_path, categories=fb_corpus.categories, rate_limit=RateLimit.off())
-    handle = ModelHandle(fb_settings, fb_corpus, store=store, check_every_s=0.0)
+    handle = ModelHandle(fb_settings, fb_corpus, training=store.training, incidents=store.incidents, check_every_s=0.0)
     store.model_version = lambda: handle.version
     retrainer = Retrainer(fb_settings, store, handle, debounce_s=0.2, max_delay_s=2.0, poll_s=60.0)
     yield store, handle, retrainer
@@ -27,7 +27,7 @@ def loop(fb_settings, fb_corpus):
 
 def ask(store, handle, text: str, ts: str) -> tuple[str, object]:
     d = handle.diagnose_text(text)
-    did = store.record(d, text, team="T1", channel="C1", thread_ts=ts, user="UASK", source="message")
+    did = store.replies.record(d, text, team="T1", channel="C1", thread_ts=ts, user="UASK", source="message")
     return did, d
 
 
@@ -36,12 +36,12 @@ def test_a_correction_is_learned_and_promoted(loop, fb_settings):
     start = handle.version
     did, d = ask(store, handle, NOVEL_LOG, "1.1")
     assert d.category != NOVEL_LABEL  # the corpus has no such incident
-    store.correct(did, "U1", NOVEL_LABEL)
+    store.votes.correct(did, "U1", NOVEL_LABEL)
     result = retrainer.run_once()
     assert result.state == "active" and result.parent == start and result.examples == 1
     assert result.gate["candidate"]["correct"] >= result.gate["active"]["correct"]
     assert ArtefactStore(fb_settings.model_dir).active() == result.version == handle.version
-    rows = {m.version: m for m in store.models()}
+    rows = {m.version: m for m in store.models.all()}
     assert rows[result.version].state == "active" and rows[start].state == "retired"
     assert rows[result.version].training_hash and rows[result.version].gate["candidate"]["cases"] > 0
     again = handle.diagnose_text(novel_variant(7))  # the same failure, other numbers
@@ -64,7 +64,7 @@ def test_a_worse_retrain_is_rejected_and_the_active_model_stays(loop, fb_setting
     store, handle, retrainer = loop
     start = handle.version
     did, _ = ask(store, handle, NOVEL_LOG, "2.1")
-    store.correct(did, "U1", NOVEL_LABEL)
+    store.votes.correct(did, "U1", NOVEL_LABEL)
 
     import servetriage.classifier as classifier
 
@@ -88,9 +88,9 @@ def test_a_worse_retrain_is_rejected_and_the_active_model_stays(loop, fb_setting
     assert result.state == "rejected", result
     assert result.gate["candidate"]["correct"] < result.gate["active"]["correct"]
     assert ArtefactStore(fb_settings.model_dir).active() == start == handle.version
-    row = store.model(result.version)
+    row = store.models.get(result.version)
     assert row.state == "rejected" and "worse on the gate" in row.note and row.gate["candidate"]["cases"] > 0
-    assert len(store.quarantined()) == 1  # the example it added is set aside, not retried forever
+    assert len(store.training.quarantined()) == 1  # the example it added is set aside, not retried forever
     assert retrainer.run_once().state == "skipped"
     monkeypatch.setattr(classifier, "retrain", real)
     assert handle.diagnose_text(novel_variant(2)).category == NOVEL_LABEL  # the memory still answers
@@ -99,11 +99,11 @@ def test_a_worse_retrain_is_rejected_and_the_active_model_stays(loop, fb_setting
 def test_forgotten_examples_leave_the_model(loop, fb_settings):
     store, handle, retrainer = loop
     did, _ = ask(store, handle, NOVEL_LOG, "3.1")
-    store.correct(did, "U1", NOVEL_LABEL)
+    store.votes.correct(did, "U1", NOVEL_LABEL)
     learned = retrainer.run_once()
     assert learned.promoted
     assert "memory" in handle.diagnose_text(novel_variant(4)).passes
-    store.forget_diagnosis(did)
+    store.forget.diagnosis(did)
     assert "memory" not in handle.diagnose_text(novel_variant(4)).passes  # the memory forgets at once
     result = retrainer.run_once()
     assert result.state == "active" and result.version != learned.version
@@ -118,7 +118,7 @@ def test_background_retrains_once_per_burst(loop):
     retrainer.start()
     for n in range(3):
         did, _ = ask(store, handle, novel_variant(n), f"4.{n}")
-        store.correct(did, f"U{n}", NOVEL_LABEL)
+        store.votes.correct(did, f"U{n}", NOVEL_LABEL)
         retrainer.notify()
     deadline = time.monotonic() + 60
     while not results and time.monotonic() < deadline:
@@ -131,7 +131,7 @@ def test_the_handle_follows_a_promotion_made_elsewhere(loop, fb_settings):
     store, handle, retrainer = loop
     start = handle.version
     did, _ = ask(store, handle, NOVEL_LOG, "5.1")
-    store.correct(did, "U1", NOVEL_LABEL)
+    store.votes.correct(did, "U1", NOVEL_LABEL)
     new = retrainer.run_once().version
     other = ModelHandle(fb_settings, handle.corpus, check_every_s=0.0)
     assert other.version == new

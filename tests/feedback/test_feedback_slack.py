@@ -1,6 +1,9 @@
 """The feedback flow through slack-bolt itself: the real app from `bot.build_app` with the feedback
-extension, served over loopback HTTP, signed requests as Slack sends them, and a local stand-in for
-Slack's Web API recording every call. The diagnoser is the real engine behind a `ModelHandle`."""
+service, served over loopback HTTP, signed requests as Slack sends them, and a local stand-in for
+Slack's Web API recording every call. The diagnoser is the real engine behind a `ModelHandle`.
+
+Every click is made with the `block_id`, `action_id` and `value` of a button the bot really posted
+(read back from the stand-in), so a renamed id in the renderer or the listener fails here."""
 
 from __future__ import annotations
 
@@ -71,7 +74,7 @@ def served(fb_settings, fb_corpus):
                                        slack_api_url=slack.api_url, workers=2, channel_rate_per_minute=60,
                                        trainer_allowlist=("SONCALL",))
         parts = for_bot(settings, corpus=fb_corpus, debounce_s=0.2)
-        bot = build_app(settings, parts.diagnoser, recorder=parts.recorder, extensions=parts.extensions)
+        bot = build_app(settings, parts.diagnoser, recorder=parts.recorder, feedback=parts.feedback)
         bot.warm_in_background()
         assert bot.readiness.wait(60)
         server = HttpServer(HttpAdapter(bot).asgi(), "127.0.0.1", 0).start()
@@ -85,8 +88,17 @@ def served(fb_settings, fb_corpus):
 
 def _reply(slack, n: int = 1):
     posted = slack.wait_for("chat.postMessage", n)[n - 1]
-    [actions] = [b for b in posted.blocks if b.get("block_id") == "servetriage_feedback"]
-    return posted, actions["elements"][0]["value"]
+    up = _button(posted.blocks, "👍")
+    return posted, up["value"]
+
+
+def _button(blocks: list[dict[str, Any]], label: str) -> dict[str, Any]:
+    """The posted button whose text starts with `label`, as a click on it carries it."""
+    for block in blocks:
+        for element in block.get("elements") or ():
+            if element.get("type") == "button" and element["text"]["text"].startswith(label):
+                return {"block_id": block.get("block_id"), "action_id": element["action_id"], "value": element["value"]}
+    raise AssertionError(f"no {label} button in the reply")
 
 
 def test_buttons_reactions_correction_and_new_incident(served):
@@ -94,23 +106,21 @@ def test_buttons_reactions_correction_and_new_incident(served):
     store = parts.store
     assert client.event(message_event(NOVEL_LOG, channel=CHANNEL, user="UASK", ts="1712000000.000100"))[0] == 200
     posted, did = _reply(slack)
-    _wait(lambda: store.diagnosis(did).message_ts is not None)  # attach_reply follows chat.postMessage
-    row = store.diagnosis(did)
+    _wait(lambda: store.replies.get(did).message_ts is not None)  # attach_reply follows chat.postMessage
+    row = store.replies.get(did)
     reply_ts = row.message_ts
     assert row.channel == CHANNEL and row.thread_ts == "1712000000.000100" and row.category != NOVEL_LABEL
     message = {"ts": reply_ts, "text": posted.args.get("text"), "blocks": posted.blocks}
 
     # 👍 from U1: stored before the click is acknowledged, then the tally and an ephemeral thank-you
-    status, _ = client.click("U1", {"action_id": "feedback_up", "block_id": "servetriage_feedback", "value": did},
-                             message, slack.response_url())
-    assert status == 200 and [(v["user"], v["direction"]) for v in store.votes(did)] == [("U1", 1)]
+    status, _ = client.click("U1", _button(posted.blocks, "👍"), message, slack.response_url())
+    assert status == 200 and [(v["user"], v["direction"]) for v in store.votes.all(did)] == [("U1", 1)]
     slack.wait_for("chat.update", where=lambda c: c.args.get("ts") == reply_ts and "👍 1" in c.text)
     [thanks] = slack.wait_for("chat.postEphemeral", where=lambda c: c.args.get("user") == "U1")
     assert "recorded" in thanks.text and thanks.args["thread_ts"] == "1712000000.000100"
 
     # 👎 from U2: the acknowledgement is the correction, in one step
-    client.click("U2", {"action_id": "feedback_down", "block_id": "servetriage_feedback", "value": did},
-                 message, slack.response_url())
+    client.click("U2", _button(posted.blocks, "👎"), message, slack.response_url())
     [prompt] = slack.wait_for("chat.postEphemeral", where=lambda c: c.args.get("user") == "U2")
     [select_block] = [b for b in prompt.blocks if b["type"] == "actions"]
     select = select_block["elements"][0]
@@ -118,45 +128,44 @@ def test_buttons_reactions_correction_and_new_incident(served):
     assert select["type"] == "static_select" and "Categories" in labels and any(l.startswith("Incidents") for l in labels)
     values = {o["value"] for g in select["option_groups"] for o in g["options"]}
     assert f"c:{NOVEL_LABEL}" in values and "i:fb-test-engine-dead" in values
-    assert select_block["elements"][1]["action_id"] == "feedback_new_incident"
+    new_incident = _button([select_block], "New incident")
 
     url = slack.response_url("fix-u2")
-    status, _ = client.click("U2", {"action_id": "feedback_correct", "block_id": select_block["block_id"],
+    status, _ = client.click("U2", {"action_id": select["action_id"], "block_id": select_block["block_id"],
                                     "type": "static_select",
                                     "selected_option": {"value": f"c:{NOVEL_LABEL}", "text": {"type": "plain_text",
                                                                                            "text": NOVEL_LABEL}}},
                              None, url)
-    assert status == 200 and store.corrections(did)[0]["category"] == NOVEL_LABEL
+    assert status == 200 and store.votes.corrections(did)[0]["category"] == NOVEL_LABEL
     [done] = slack.wait_for("response_url", where=lambda c: c.path.endswith("/fix-u2"))
     assert "Recorded" in done.text and done.args.get("replace_original") in (True, "true")
     slack.wait_for("chat.update", where=lambda c: c.args.get("ts") == reply_ts and "suggested" in c.text)
-    assert store.examples() == []  # 1 👍 against 1 correction: no agreement yet
+    assert store.training.examples() == []  # 1 👍 against 1 correction: no agreement yet
 
     # a 👎 reaction counts like the button; removing it withdraws it
     reaction = {"type": "reaction_added", "user": "U3", "reaction": "-1::skin-tone-2", "item_user": "UBOT",
                 "item": {"type": "message", "channel": CHANNEL, "ts": reply_ts}, "event_ts": "1712000001.0"}
     assert client.event(reaction)[0] == 200
-    _wait(lambda: any(v["user"] == "U3" for v in store.votes(did)))
-    assert [v for v in store.votes(did) if v["user"] == "U3"][0]["source"] == "reaction"
+    _wait(lambda: any(v["user"] == "U3" for v in store.votes.all(did)))
+    assert [v for v in store.votes.all(did) if v["user"] == "U3"][0]["source"] == "reaction"
     client.event({**reaction, "type": "reaction_removed"})
-    _wait(lambda: not any(v["user"] == "U3" for v in store.votes(did)))
+    _wait(lambda: not any(v["user"] == "U3" for v in store.votes.all(did)))
 
     # U4 writes a new incident in the modal
-    client.click("U4", {"action_id": "feedback_new_incident", "block_id": select_block["block_id"], "value": did},
-                 None, slack.response_url(), trigger_id="trig.newinc")
+    client.click("U4", new_incident, None, slack.response_url(), trigger_id="trig.newinc")
     [opened] = slack.wait_for("views.open")
     view = opened.args["view"] if isinstance(opened.args["view"], dict) else json.loads(opened.args["view"])
     assert opened.args["trigger_id"] == "trig.newinc" and view["callback_id"] == "servetriage_new_incident"
     status, body = client.post(interactive_body(view_submission(view, {}, user="U4")))
-    assert status == 200 and json.loads(body)["response_action"] == "errors" and store.new_incidents() == []
+    assert status == 200 and json.loads(body)["response_action"] == "errors" and store.incidents.all() == []
     filled = {"category": {"value": {"type": "static_select", "selected_option": {"value": NOVEL_LABEL}}},
               "title": {"value": {"type": "plain_text_input", "value": "Triton cannot compile fp8 kernels on Ampere"}},
               "cause": {"value": {"type": "plain_text_input", "value": "fp8e4nv needs compute capability 8.9."}},
               "first_action": {"value": {"type": "plain_text_input", "value": "Use --kv-cache-dtype auto on A100."}}}
     assert client.post(interactive_body(view_submission(view, filled, user="U4")))[0] == 200
-    [inc] = store.new_incidents()
+    [inc] = store.incidents.all()
     assert inc.category == NOVEL_LABEL and inc.created_by == "U4"
-    [ex] = store.examples()  # two corrections against one 👍: agreed
+    [ex] = store.training.examples()  # two corrections against one 👍: agreed
     assert (ex.category, ex.kind, ex.incident) == (NOVEL_LABEL, "corrected", inc.id)
     slack.wait_for("chat.update", where=lambda c: c.args.get("ts") == reply_ts and "on-call says" in c.text)
 
@@ -173,14 +182,13 @@ def test_votes_outside_the_allowlist_are_kept_and_said_so(served):
     client.event(message_event(NOVEL_LOG, channel=CHANNEL, user="UASK", ts="1712000200.000100"))
     posted, did = _reply(slack)
     message = {"ts": "1712000200.999", "text": posted.args.get("text"), "blocks": posted.blocks}
-    client.click("UOUTSIDER", {"action_id": "feedback_up", "block_id": "servetriage_feedback", "value": did},
-                 message, slack.response_url())
+    client.click("UOUTSIDER", _button(posted.blocks, "👍"), message, slack.response_url())
     [said] = slack.wait_for("chat.postEphemeral", where=lambda c: c.args.get("user") == "UOUTSIDER")
     assert "only the on-call trainers" in said.text
     assert slack.calls_to("usergroups.users.list")[0].args["usergroup"] == "SONCALL"
-    assert len(parts.store.votes(did)) == 1 and parts.store.examples() == []
-    status, _ = client.click("U1", {"action_id": "feedback_up", "block_id": "servetriage_feedback",
-                                    "value": "no-such-diagnosis"}, message, slack.response_url("gone"))
+    assert len(parts.store.votes.all(did)) == 1 and parts.store.training.examples() == []
+    status, _ = client.click("U1", {**_button(posted.blocks, "👍"), "value": "no-such-diagnosis"}, message,
+                             slack.response_url("gone"))
     assert status == 200
     [gone] = slack.wait_for("response_url", where=lambda c: c.path.endswith("/gone"))
     assert "no longer have" in gone.text
