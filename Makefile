@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench eval clean
+.PHONY: run test test-fast lint mypy-tree bench eval clean
 
 # Setting up prints one line; pip's own output goes to $(VENV)/install.log (shown in full if it fails).
 # The CPU build of torch first, pinned: a looser pin pulls a multi-GB CUDA build.
@@ -23,8 +23,24 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest tests
 
-lint: $(STAMP)
+# The edit loop: everything but the tests that train a model or start server processes.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest tests -m "not slow"
+
+# mypy reads the package by its installed names (servetriage.classifier is classifier/, and so on:
+# package-dir in pyproject.toml) from links laid out as installed, under build/mypy (its mypy_path).
+MYPY_TREE := build/mypy
+MYPY_TOP  := $(patsubst servetriage/%.py,-m servetriage.%,$(filter-out servetriage/__init__.py,$(wildcard servetriage/*.py))) -m servetriage
+mypy-tree:
+	@rm -rf $(MYPY_TREE) && mkdir -p $(MYPY_TREE)/servetriage && ln -s $(CURDIR)/servetriage/* $(MYPY_TREE)/servetriage/
+	@for p in classifier corpus eval bot feedback; do ln -s $(CURDIR)/$$p $(MYPY_TREE)/servetriage/$$p; done
+
+lint: $(STAMP) mypy-tree
 	$(BIN)/ruff check --quiet classifier corpus bot eval feedback servetriage tests
+	$(BIN)/mypy --strict -p servetriage.classifier -p servetriage.storage
+	$(BIN)/mypy --strict -p servetriage.bot
+	$(BIN)/mypy -p servetriage.feedback
+	$(BIN)/mypy -p servetriage.corpus -p servetriage.eval $(MYPY_TOP)
 	$(BIN)/hadolint Dockerfile
 	$(BIN)/servetriage corpus check
 

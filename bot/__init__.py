@@ -5,8 +5,9 @@
 
 The bot knows nothing of how a diagnosis is made: it is handed a `Diagnoser` (the real one is
 `servetriage.classifier.Engine`), a `ReplyRecorder` (the feedback store; in memory by default) and
-a `FeedbackService` that stores 👍/👎 and corrections (the listeners and Block Kit for them are the bot's). Subpackages follow slack-bolt's layout: `app`
-(building the App), `adapter` (serving it), `listener`, `middleware`, `render` (Block Kit),
+a `FeedbackService` that stores 👍/👎 and corrections (the listeners and Block Kit for them are the
+bot's). Subpackages follow slack-bolt's layout: `app` (building the App), `adapter` (serving it),
+`listener`, `middleware`, `render` (Block Kit),
 `triage` (the work after the ack), `store`, `detect`, and `standin` (a local Slack Web API).
 """
 
@@ -19,7 +20,7 @@ from .listener import COMMAND, SHORTCUT
 from .store import EventLedger, InMemoryRecorder
 
 __all__ = [
-    "BotApp", "COMMAND", "Diagnoser", "EVENTS_PATH", "EventLedger", "Extension", "FEEDBACK_DOWN", "FEEDBACK_UP", "FeedbackService",
-    "HttpAdapter", "HttpServer", "InMemoryRecorder", "MODAL_CALLBACK", "ReplyRecorder", "Reply", "SHORTCUT",
+    "BotApp", "COMMAND", "Diagnoser", "EVENTS_PATH", "EventLedger", "Extension", "FEEDBACK_DOWN", "FEEDBACK_UP",
+    "FeedbackService", "HttpAdapter", "HttpServer", "InMemoryRecorder", "MODAL_CALLBACK", "ReplyRecorder", "Reply", "SHORTCUT",
     "SocketModeAdapter", "build_app", "render_diagnosis", "serve",
 ]

@@ -6,7 +6,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Sequence
 
 if TYPE_CHECKING:  # only for annotations: importing the bot must not pull the engine in
     from servetriage.classifier import Diagnosis, LogText
@@ -16,7 +17,7 @@ if TYPE_CHECKING:  # only for annotations: importing the bot must not pull the e
 class Diagnoser(Protocol):
     """Turns one decoded log into a `Diagnosis`; `warm()` loads what is costly before traffic."""
 
-    def diagnose(self, log: "LogText") -> "Diagnosis": ...
+    def diagnose(self, log: LogText) -> Diagnosis: ...
 
     def warm(self) -> object: ...
 
@@ -32,10 +33,49 @@ class ReplyRecorder(Protocol):
     `excerpt` is the log, or the lines around the evidence when long, with secrets masked.
     """
 
-    def record(self, diagnosis: "Diagnosis", excerpt: str, *, team: str | None, channel: str, thread_ts: str,
+    def record(self, diagnosis: Diagnosis, excerpt: str, *, team: str | None, channel: str, thread_ts: str,
                user: str | None, source: str) -> str: ...
 
     def attach_reply(self, diagnosis_id: str, reply_ts: str) -> None: ...
+
+
+class EarlierAnswer(Protocol):
+    """An earlier posted answer of this workspace to the same failure, with its votes."""
+
+    @property
+    def created(self) -> float: ...
+
+    @property
+    def channel(self) -> str: ...
+
+    @property
+    def thread_ts(self) -> str | None: ...
+
+    @property
+    def message_ts(self) -> str: ...
+
+    @property
+    def category(self) -> str: ...
+
+    @property
+    def up(self) -> int: ...
+
+    @property
+    def down(self) -> int: ...
+
+    @property
+    def corrected_to(self) -> str | None: ...
+
+
+@runtime_checkable
+class ReplyHistory(Protocol):
+    """What a recorder that keeps its answers can say about earlier ones (the feedback store's does)."""
+
+    def earlier(self, *, team: str | None, category: str, incident: str | None,
+                limit: int = ...) -> Sequence[EarlierAnswer]: ...
+
+    def asked_for_more(self, *, channel: str, thread_ts: str) -> str | None:
+        """The log (redacted) of the thread's latest answer that said what was missing, if any."""
 
 
 class TallyLabel(Protocol):

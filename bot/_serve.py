@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import signal
 import sys
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from servetriage._errors import ConfigError
 from servetriage._settings import Settings
@@ -26,19 +27,19 @@ def serve(settings: Settings, diagnoser: Diagnoser | None = None, recorder: Repl
         raise ConfigError(MISSING)
     _configure_logging()
     if diagnoser is None:
-        from servetriage.classifier import Engine  # the engine loads lazily; constructing it is cheap
+        from servetriage.classifier import Engine  # noqa: PLC0415 (the bot imports the engine only to serve)
         diagnoser = Engine(settings)
     bot = build_app(settings, diagnoser, recorder=recorder, feedback=feedback, extensions=extensions)
     bot.warm_in_background()
     previous = _sigterm_as_interrupt()
     try:
         if settings.slack_app_token:
-            from .adapter import SocketModeAdapter
+            from .adapter import SocketModeAdapter  # noqa: PLC0415 (one adapter per mode is loaded)
             adapter = SocketModeAdapter(bot)
             log.info("servetriage: Socket Mode, Web API at %s", settings.slack_api_url)
             adapter.start()
         else:
-            from .adapter import HttpAdapter, HttpServer
+            from .adapter import HttpAdapter, HttpServer  # noqa: PLC0415 (one adapter per mode is loaded)
             server = HttpServer(HttpAdapter(bot).asgi(), settings.host, settings.port)
             log.info("servetriage: HTTP mode on %s/slack/events, Web API at %s", server.url, settings.slack_api_url)
             server.run()

@@ -10,7 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ._diagnosis import UNKNOWN, Candidate, Diagnosis, Earlier, EvidenceLine, IncidentRef, Initiating, OtherRun, Symptom
+from ._diagnosis import (UNKNOWN, Candidate, Diagnosis, Earlier, EvidenceLine, IncidentRef, Initiating, OtherRun,
+                         PassVotes, SeenBefore, Symptom)
 from ._engine import Engine
 from ._extract import Extract, detect_engine, detect_versions, extract, parse_prefix
 from ._ingest import LogText, decode, from_bytes, from_stream, from_text, normalize, read_inputs, read_path
@@ -21,9 +22,11 @@ from ._together import Merged, merge, placed, split_members
 from ._types import Hit, Line
 
 _LAZY = {
-    "ArtefactStore": "._artefacts", "Meta": "._artefacts",
-    "embedder_for": "._learned", "embedder_path": "._learned", "normalize_line": "._embed", "engine_for_model": "._learned", "ensure_model": "._learned",
-    "load_model": "._learned", "train_command": "._learned",
+    "ArtefactStore": "._artefacts", "Meta": "._artefacts", "ModelStatus": "._artefacts", "MODEL_FORMAT": "._artefacts",
+    "artefacts_for": "._artefacts",
+    "Calibrator": "._fuse", "Fusion": "._fuse", "PassScores": "._fuse",
+    "embedder_for": "._learned", "embedder_path": "._learned", "normalize_line": "._embed", "engine_for_model": "._learned",
+    "ensure_model": "._learned", "load_model": "._learned", "train_command": "._learned",
     "Model": "._train", "TrainingExample": "._train", "retrain": "._train", "train": "._train",
 }
 
@@ -38,9 +41,11 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "ArtefactStore", "Candidate", "Diagnosis", "Earlier", "Engine", "EvidenceLine", "Extract", "Hit", "IncidentRef",
-    "Initiating", "Line", "LogText", "Merged", "Meta", "Model", "OtherRun", "Scanner", "Symptom", "TrainingExample", "UNKNOWN", "decode",
-    "detect_engine", "detect_versions", "embedder_for", "embedder_path", "normalize_line", "engine_for_model", "ensure_model", "extract", "from_bytes",
-    "from_stream", "from_text", "load_model", "merge", "normalize", "on_call_lines", "placed", "parse_prefix", "paste_notes", "read_inputs", "read_path", "redact", "split_members",
-    "render_text", "retrain", "train", "train_command",
+    "artefacts_for", "ArtefactStore", "Calibrator", "Candidate", "decode", "detect_engine", "detect_versions",
+    "Diagnosis", "Earlier", "embedder_for", "embedder_path", "Engine", "engine_for_model", "ensure_model",
+    "EvidenceLine", "Extract", "extract", "from_bytes", "from_stream", "from_text", "Fusion", "Hit", "IncidentRef",
+    "Initiating", "Line", "load_model", "LogText", "merge", "Merged", "Meta", "Model", "MODEL_FORMAT", "ModelStatus",
+    "normalize", "normalize_line", "on_call_lines", "OtherRun", "parse_prefix", "PassScores", "PassVotes",
+    "paste_notes", "placed", "read_inputs", "read_path", "redact", "render_text", "retrain", "Scanner", "SeenBefore",
+    "split_members", "Symptom", "train", "train_command", "TrainingExample", "UNKNOWN",
 ]

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 from servetriage.corpus import Corpus
 
@@ -42,7 +43,8 @@ class AdjustContext:
 
 
 class Adjustment(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...  # read-only, so that a frozen dataclass is one
 
     def apply(self, fusion: Fusion, ctx: AdjustContext) -> Fusion: ...
 

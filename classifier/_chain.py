@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import enum
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from ._shape import BANNER, READY, LifecyclePatterns, LogShape, Run
 from ._types import Hit, Line
@@ -57,7 +57,7 @@ def severity(line: Line, patterns: LifecyclePatterns) -> Severity:
     return Severity.INFO
 
 
-class Outcome(str, enum.Enum):
+class Outcome(enum.StrEnum):
     HANDLED = "handled"    # the run went on making progress after it
     ORDERLY = "orderly"    # part of an operator's stop that ended in a clean exit
     ENDED = "ended"        # no progress after it: the run ended in it (or the paste did)

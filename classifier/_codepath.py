@@ -11,7 +11,7 @@ outranks.
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from servetriage.corpus import CodePath
 

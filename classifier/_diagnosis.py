@@ -82,6 +82,41 @@ class OtherRun:
 
 
 @dataclasses.dataclass(frozen=True)
+class PassVotes:
+    """What each pass scored (its top categories), for evaluation and debugging; None: it did not run."""
+
+    rules: dict[str, float] = dataclasses.field(default_factory=dict)
+    retrieval: dict[str, float] | None = None
+    classifier: dict[str, float] | None = None
+    figures: dict[str, float] | None = None    # the throughput/hang read of the log's figures
+    memory: dict[str, float] | None = None     # the feedback memory (a confirmed or corrected paste)
+
+    def ran(self) -> dict[str, dict[str, float]]:
+        """The passes that ran, by name."""
+        return {f.name: v for f in dataclasses.fields(self) if (v := getattr(self, f.name)) is not None}
+
+    @classmethod
+    def of(cls, rules: dict[str, float], others: dict[str, dict[str, float]]) -> PassVotes:
+        unknown = set(others) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise ValueError(f"no such pass: {sorted(unknown)}")
+        return cls(rules=rules, **others)
+
+
+@dataclasses.dataclass(frozen=True)
+class SeenBefore:
+    """An earlier answer to the same failure in the same workspace (filled by the bot, never the engine)."""
+
+    when: float                      # epoch seconds of the earlier answer
+    place: str                       # where it was (a channel id)
+    link: str | None                 # a link to that thread, when one could be made
+    category: str                    # what was answered then
+    up: int = 0
+    down: int = 0
+    corrected_to: str | None = None  # what on-call corrected it to, when they did
+
+
+@dataclasses.dataclass(frozen=True)
 class Diagnosis:
     category: str
     confidence: float
@@ -93,7 +128,7 @@ class Diagnosis:
     engine: str | None
     versions: dict[str, str]
     category_title: str = ""
-    passes: dict[str, Any] = dataclasses.field(default_factory=dict)  # per-pass votes, for eval and debugging
+    passes: PassVotes = dataclasses.field(default_factory=PassVotes)  # per-pass votes, for eval and debugging
     timings_ms: dict[str, float] = dataclasses.field(default_factory=dict)
     file: str | None = None
     lines_read: int = 0
@@ -104,6 +139,8 @@ class Diagnosis:
     orderly_stop: bool = False              # the paste ends in an operator's stop and nothing failed
     setup: dict[str, str] = dataclasses.field(default_factory=dict)  # model, tensor_parallel, from printouts
     missing: str | None = None              # what to fetch when the paste holds only a symptom of the cause
+    model_version: str | None = None        # the trained model that answered (None: rules only, or untrained)
+    seen_before: tuple[SeenBefore, ...] = ()  # earlier answers to the same failure here (the bot's history)
 
     @property
     def is_unknown(self) -> bool:
@@ -123,7 +160,7 @@ class Diagnosis:
         return json.dumps(self.to_dict(), ensure_ascii=False)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Diagnosis":
+    def from_dict(cls, data: dict[str, Any]) -> Diagnosis:
         inc = data.get("incident")
         init = data.get("initiating")
         return cls(
@@ -134,10 +171,11 @@ class Diagnosis:
             initiating=Initiating(**init) if init else None,
             symptoms=tuple(Symptom(**s) for s in data.get("symptoms", ())),
             engine=data.get("engine"), versions=dict(data.get("versions") or {}),
-            category_title=data.get("category_title", ""), passes=dict(data.get("passes") or {}),
+            category_title=data.get("category_title", ""), passes=PassVotes(**(data.get("passes") or {})),
             timings_ms=dict(data.get("timings_ms") or {}), file=data.get("file"), lines_read=int(data.get("lines_read", 0)),
             earlier=tuple(Earlier(**e) for e in data.get("earlier", ())),
             other_runs=tuple(OtherRun(**r) for r in data.get("other_runs", ())),
             runs=int(data.get("runs", 1)), run=int(data.get("run", 0)), orderly_stop=bool(data.get("orderly_stop", False)),
-            setup=dict(data.get("setup") or {}), missing=data.get("missing"),
+            setup=dict(data.get("setup") or {}), missing=data.get("missing"), model_version=data.get("model_version"),
+            seen_before=tuple(SeenBefore(**s) for s in data.get("seen_before", ())),
         )

@@ -10,7 +10,7 @@ event, the symptom its consequence.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from ._extract import Extract
 from ._fuse import UNKNOWN, PassScores
@@ -48,7 +48,7 @@ def earlier_fault(ex: Extract, ordering: Ordering, score: Callable[[Extract], It
     hit = Hit(incident=incident or incidents.get(cat, ""), category=cat, pattern="", specificity=p, line=line,
               symptom=False)
     event = Event(best=hit, hits=(hit,))
-    scores = dict(ordering.scores)
-    scores[cat] = max(scores.get(cat, 0.0), p)
+    merged = dict(ordering.scores)
+    merged[cat] = max(merged.get(cat, 0.0), p)
     later = (init,) + tuple(e for e in ordering.symptoms if e.category != cat)
-    return Ordering(initiating=event, symptoms=later, scores=scores, events=(event,) + ordering.events)
+    return Ordering(initiating=event, symptoms=later, scores=merged, events=(event,) + ordering.events)

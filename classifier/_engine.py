@@ -15,12 +15,13 @@ import time
 from typing import Protocol
 
 from servetriage._settings import Settings
-from servetriage.corpus import Corpus, Incident, load_corpus
+from servetriage.corpus import Corpus, Incident, incident_link, load_corpus
 
 from ._adjust import AdjustContext, adjust
 from ._chain import Chain
 from ._earlier import earlier_fault
-from ._diagnosis import UNKNOWN, Candidate, Diagnosis, Earlier, EvidenceLine, IncidentRef, Initiating, OtherRun, Symptom
+from ._diagnosis import (UNKNOWN, Candidate, Diagnosis, Earlier, EvidenceLine, IncidentRef, Initiating, OtherRun,
+                         PassVotes, Symptom)
 from ._extract import Extract
 from ._features import first_fault_line, has_fault
 from ._fuse import Calibrator, Fusion, PassScores, fuse
@@ -89,7 +90,7 @@ class Engine:
 
     @property
     def calibrator(self) -> Calibrator:
-        self.passes
+        self.passes  # noqa: B018 - loading the learned passes loads the calibrator fitted with them
         return self._calibrator or Calibrator()
 
     @property
@@ -112,15 +113,15 @@ class Engine:
         return frozenset(c for c, cat in self.corpus.categories.items() if cat.symptom)
 
     def _load_learned(self) -> tuple[tuple[LearnedPass, ...], Calibrator | None]:
-        from ._learned import load_learned_passes  # heavy imports only when learned passes are wanted
+        from ._learned import load_learned_passes  # noqa: PLC0415 - heavy imports only when learned passes are wanted
         return load_learned_passes(self.settings, self.corpus)
 
-    def warm(self) -> "Engine":
+    def warm(self) -> Engine:
         """Build every part now (the bot calls this before it reports ready)."""
-        self.scanner
-        self.lifecycle
-        self.messages
-        self.passes
+        self.scanner  # noqa: B018 - each of these properties builds its part on first use
+        self.lifecycle  # noqa: B018
+        self.messages  # noqa: B018
+        self.passes  # noqa: B018
         self.diagnose_text("warm-up: RuntimeError: CUDA error: out of memory")
         return self
 
@@ -221,9 +222,9 @@ class Engine:
             category=category, confidence=round(confidence, 4), incident=incident, top=top, evidence=evidence,
             initiating=initiating, symptoms=symptoms, engine=ex.engine, versions=ex.versions,
             category_title=corpus.categories[category].title if category in corpus.categories else "",
-            passes={"rules": {c: round(s, 3) for c, s in ordering.scores.items()},
-                    **{name: {c: round(s, 3) for c, s in sorted(p.scores.items(), key=lambda kv: -kv[1])[:5]}
-                       for name, p in learned.items()}},
+            passes=PassVotes.of({c: round(s, 3) for c, s in ordering.scores.items()},
+                                {name: {c: round(s, 3) for c, s in sorted(p.scores.items(), key=lambda kv: -kv[1])[:5]}
+                                 for name, p in learned.items()}),
             file=log.name, lines_read=ex.total_lines,
         )
 
@@ -239,11 +240,7 @@ class Engine:
         return self.corpus.missing.get(d.category)
 
     def _ref(self, inc: Incident) -> IncidentRef:
-        base = self.settings.manual_base_url
-        if inc.sections:
-            link = f"{base.rstrip('/')}/#section-{inc.sections[0]}"
-        else:
-            link = next((s for s in inc.sources if s.startswith("http")), base)
+        link = incident_link(self.settings.manual_base_url, inc)  # the incident's own anchor in the manual
         return IncidentRef(id=inc.id, title=inc.title, cause=inc.cause, first_action=inc.first_action,
                            fix_or_status=inc.fix_or_status, section=inc.section, link=link, sources=inc.sources,
                            verify=self.corpus.verify_of(inc), klass=inc.klass,
@@ -254,9 +251,11 @@ class Engine:
         chosen: dict[int, EvidenceLine] = {}
         for e in ordering.events:
             if e.category == category or (ordering.initiating is not None and e is ordering.initiating):
-                chosen.setdefault(e.line_no, EvidenceLine(e.line_no, _clip(redact(e.best.line.text)), e.best.line.rank, e.category))
+                chosen.setdefault(e.line_no, EvidenceLine(e.line_no, _clip(redact(e.best.line.text)), e.best.line.rank,
+                                                          e.category))
         for sym in ordering.symptoms:
-            chosen.setdefault(sym.line_no, EvidenceLine(sym.line_no, _clip(redact(sym.best.line.text)), sym.best.line.rank, sym.category))
+            chosen.setdefault(sym.line_no, EvidenceLine(sym.line_no, _clip(redact(sym.best.line.text)), sym.best.line.rank,
+                                                        sym.category))
         if len(chosen) < 3:
             for line in ex.lines:
                 if line.frame:
@@ -292,7 +291,8 @@ def _rule_incidents(ordering: Ordering, retrieval: PassScores | None, classifier
         if alike and any(i in alike for i in same):
             out[e.category] = max(same, key=lambda i: alike.get(i, -1.0))
         else:
-            out[e.category] = nearest.get(e.category) if nearest.get(e.category) in same else e.best.incident
+            near = nearest.get(e.category)
+            out[e.category] = near if near is not None and near in same else e.best.incident
     return out
 
 

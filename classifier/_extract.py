@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Iterable
+from collections.abc import Iterable, Iterator
+from typing import Protocol
 
 import re2
 
@@ -48,12 +49,16 @@ TAIL_BYTES = 2 << 20
 
 _SGLANG = re.compile(r"^\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)((?: (?:[DTPE]P|PP|CP)\d+)*)\] ?")
 _VLLM_PROC = re.compile(r"^\(([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*)(?: rank=(\d+))?(?: pid=(\d+))?(?:, ip=[^)]*)?\) ?")
-_LEVEL = re.compile(r"^(INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\s+(\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)?\s+(?:\[[\w./-]+(?::\d+)?\]|[\w./-]+:\d+\])\s?")
+_LEVEL = re.compile(r"^(INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\s+(\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)?\s+"
+                    r"(?:\[[\w./-]+(?::\d+)?\]|[\w./-]+:\d+\])\s?")
 _TORCHRUN = re.compile(r"^\[(?:rank|default)(\d+)\]:\s?")
-_TRT = re.compile(r"^(?:\[(\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d)\]\s*)?\[(?:TRT-LLM|TensorRT-LLM)\]\s*(?:\[RANK (\d+)\]\s*)?\[?(ERROR|E|W|WARNING|I|INFO|F|FATAL)\]\s*")
-_ISO = re.compile(r"^(?:[-|] )?(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?:Z|[+-]\d\d:?\d\d)? ?(?:- )?(?:(?:\[?(INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\]?)(?: - |:? ))?")
+_TRT = re.compile(r"^(?:\[(\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d)\]\s*)?\[(?:TRT-LLM|TensorRT-LLM)\]\s*(?:\[RANK (\d+)\]\s*)?"
+                  r"\[?(ERROR|E|W|WARNING|I|INFO|F|FATAL)\]\s*")
+_ISO = re.compile(r"^(?:[-|] )?(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?:Z|[+-]\d\d:?\d\d)? ?(?:- )?"
+                  r"(?:(?:\[?(INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\]?)(?: - |:? ))?")
 _BODY_RANK = re.compile(r"\b(?:[Rr]ank|RANK)[ =:]?(\d+)\b|\bTP_?(\d+)\b")
-_EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|error)\b(?::|$)|^[a-z_][\w.]*\.[A-Z]\w*(?::|$)")
+_EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|error)\b(?::|$)"
+                       r"|^[a-z_][\w.]*\.[A-Z]\w*(?::|$)")
 
 _HEADER = "Traceback (most recent call last)"
 _FILE_LINE = re.compile(r'^\s*File "[^"]+", line \d+')
@@ -160,7 +165,18 @@ def _candidate_lines(text: str, data: bytes | None = None) -> list[tuple[int, in
     return out
 
 
-def matching_lines(regex, data: bytes, limit: int, tail_bytes: int = 0):
+class _Span(Protocol):
+    def start(self) -> int: ...
+    def end(self) -> int: ...
+
+
+class BytesPattern(Protocol):
+    """A compiled bytes pattern: an RE2 one (untyped) or `re`'s."""
+
+    def finditer(self, string: bytes, pos: int, /) -> Iterator[_Span]: ...
+
+
+def matching_lines(regex: BytesPattern, data: bytes, limit: int, tail_bytes: int = 0) -> Iterator[tuple[int, int, int]]:
     """Yield (line number, start, end) byte spans of distinct lines holding a match, in order.
 
     After `limit` lines, the scan jumps to the last `tail_bytes` of the input: a log that repeats
@@ -315,7 +331,8 @@ _ENGINE_MARKERS = {
 }
 _VERSION_PATTERNS = (
     ("vllm", re.compile(r"vLLM(?: API server)? version:? v?(\d+\.\d+\.\d+[\w.+-]*)|vllm[=-]=?(\d+\.\d+\.\d+[\w.+]*)")),
-    ("sglang", re.compile(r"sglang(?:==|-|\s+version:?\s*v?)(\d+\.\d+\.\d+(?:\.post\d+)?)|SGLang v(\d+\.\d+\.\d+(?:\.post\d+)?)")),
+    ("sglang", re.compile(r"sglang(?:==|-|\s+version:?\s*v?)(\d+\.\d+\.\d+(?:\.post\d+)?)"
+                          r"|SGLang v(\d+\.\d+\.\d+(?:\.post\d+)?)")),
     ("tensorrt_llm", re.compile(r"TensorRT-LLM version:? v?(\d+\.\d+\.\d+[\w.]*)|tensorrt[_-]llm==(\d+\.\d+\.\d+[\w.]*)")),
     ("torch", re.compile(r"\btorch(?:==|\s+version:?\s*|\s+)(\d+\.\d+\.\d+(?:\+\w+)?)")),
     ("cuda", re.compile(r"CUDA Version:? (\d+\.\d+)|cuda(?:==|-| )(1\d\.\d)\b")),

@@ -8,7 +8,7 @@ each feature's path fragments and marker phrases.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from ._extract import FRAME, Extract
 

@@ -14,6 +14,8 @@ import json
 import random
 import sys
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from servetriage._settings import Settings
 from servetriage.corpus import Corpus
@@ -23,6 +25,10 @@ from ._embed import SentenceEmbedder, normalize_line
 from ._extract import extract
 from ._features import query_lines
 from ._retrieval import Entry, Index
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+    from torch import Tensor
 
 HELD_OUT_SHARE = 0.25
 MAX_PAIRS = 640
@@ -75,22 +81,25 @@ def _held_out_top1(embedder: SentenceEmbedder, corpus: Corpus, lines: dict[str, 
                 continue
             scores, _ = index.search(embedder.encode(q))
             total += 1
-            hits += int(bool(scores) and max(scores, key=scores.get) == inc.category)
+            hits += int(bool(scores) and max(scores, key=scores.__getitem__) == inc.category)
     return hits / total if total else 0.0
 
 
-def _features(model, texts: list[str]):
+def _features(model: SentenceTransformer, texts: list[str]) -> dict[str, Tensor]:
     prepare = getattr(model, "preprocess", None) or model.tokenize
-    return prepare(texts)
+    features: dict[str, Tensor] = prepare(texts)
+    return features
 
 
 def fine_tune(settings: Settings, corpus: Corpus, seed: int = 13, epochs: int = 1,
-              say=lambda m: None) -> FineTuneResult:
-    import torch
+              say: Callable[[str], None] = lambda m: None) -> FineTuneResult:
+    import torch  # noqa: PLC0415
     try:
-        from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
-    except ImportError:  # sentence-transformers before 6
-        from sentence_transformers.losses import MultipleNegativesRankingLoss
+        from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss  # noqa: PLC0415
+    except ImportError:  # sentence-transformers before 6 (mypy reads 6's types, where this module is gone)
+        from sentence_transformers.losses import (  # type: ignore[import-not-found, no-redef]  # noqa: PLC0415
+            MultipleNegativesRankingLoss,
+        )
 
     t0 = time.perf_counter()
     rnd = random.Random(seed)
@@ -140,10 +149,10 @@ def fine_tune(settings: Settings, corpus: Corpus, seed: int = 13, epochs: int = 
 
 
 def fine_tune_command(settings: Settings, corpus: Corpus, as_json: bool = False) -> int:
-    say = (lambda m: None) if as_json else (lambda m: print(f"  {m}", file=sys.stderr))
+    say: Callable[[str], None] = (lambda m: None) if as_json else (lambda m: print(f"  {m}", file=sys.stderr))
     result = fine_tune(settings, corpus, say=say)
     if result.promoted:
-        from ._learned import train_command
+        from ._learned import train_command  # noqa: PLC0415 - _learned imports this module
         say("retraining the classifier and index with the tuned model")
         train_command(settings, fine_tune=False, as_json=as_json)
     if as_json:

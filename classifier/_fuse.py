@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from ._precedence import Ordering
 
@@ -107,7 +107,7 @@ def symptoms_after_fault(ranked: list[tuple[str, float]], ordering: Ordering,
     if ranked[0][0] in symptom_roles and init != ranked[0][0] and init not in symptom_roles:
         probs = dict(ranked)
         if init in probs:
-            top = ranked[0][1]
+            top_p = ranked[0][1]
             rest = [(c, p) for c, p in ranked if c != init]
-            return [(init, max(probs[init], top))] + rest
+            return [(init, max(probs[init], top_p))] + rest
     return ranked

@@ -13,8 +13,9 @@ import io
 import re
 import zipfile
 import zlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO, Iterable, Iterator
+from typing import BinaryIO, Protocol
 
 from servetriage._errors import InputError, InputTooLarge
 
@@ -24,6 +25,12 @@ _BINARY_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".pdf", ".so", ".bin", ".pt
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _FENCE = re.compile(r"^[ \t]*```[A-Za-z0-9_+-]*[ \t]*$\n?|^[ \t]*```|```[ \t]*$", re.M)
 _QUOTE = re.compile(r"^(?:>|&gt;)(?: |$)", re.M)
+
+
+class _Reader(Protocol):
+    """What `_read_limited` reads from: a binary file, a gzip stream or a zip member."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,7 +64,7 @@ def read_inputs(paths: Iterable[str], limit: int, stdin: BinaryIO | None = None)
 def read_path(path: Path | str, limit: int) -> LogText:
     path = Path(path)
     try:
-        fh = open(path, "rb")
+        fh = open(path, "rb")  # noqa: SIM115 - closed by the `with` below, once the open's errors are told apart
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -120,7 +127,7 @@ def normalize(text: str) -> str:
     return text
 
 
-def _read_limited(stream: BinaryIO, name: str, limit: int) -> bytes:
+def _read_limited(stream: _Reader, name: str, limit: int) -> bytes:
     buf = bytearray()
     while True:
         chunk = stream.read(min(CHUNK, limit + 1 - len(buf)))
@@ -142,9 +149,9 @@ def _read_zip(stream: BinaryIO, name: str, limit: int) -> bytes:
         out = bytearray()
         for member in members:
             with zf.open(member) as fh:
-                inner: BinaryIO = fh
+                inner: _Reader = fh
                 if _peek_zip_member(zf, member) == b"\x1f\x8b":
-                    inner = gzip.GzipFile(fileobj=fh)  # type: ignore[assignment]
+                    inner = gzip.GzipFile(fileobj=fh)
                 data = _read_limited(inner, name, limit - len(out))
             if b"\x00" in data[:8192] and not data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
                 continue  # a binary member
@@ -163,7 +170,8 @@ def _peek_zip_member(zf: zipfile.ZipFile, member: zipfile.ZipInfo) -> bytes:
 
 def _peek(stream: BinaryIO, n: int) -> bytes:
     if hasattr(stream, "peek"):
-        return stream.peek(n)[:n]  # type: ignore[attr-defined]
+        peeked: bytes = stream.peek(n)
+        return peeked[:n]
     if stream.seekable():
         pos = stream.tell()
         head = stream.read(n)

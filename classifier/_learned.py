@@ -12,13 +12,13 @@ import json
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from servetriage._errors import ModelError
 from servetriage._settings import Settings
-from servetriage.corpus import Corpus
+from servetriage.corpus import Corpus, load_corpus
 
-from ._artefacts import ArtefactStore
+from ._artefacts import artefacts_for
 from ._embed import Embedder, SentenceEmbedder
 from ._extract import Extract
 from ._features import document, query_lines
@@ -26,6 +26,9 @@ from ._fuse import Calibrator, PassScores
 from ._retrieval import Index
 from ._textclf import TextClassifier
 from ._train import Model, TrainingExample, classifier_scores, retrieval_scores, train
+
+if TYPE_CHECKING:
+    from ._engine import Engine
 
 
 class RetrievalPass:
@@ -78,7 +81,7 @@ def embedder_for(settings: Settings) -> SentenceEmbedder:
 
 
 def load_model(settings: Settings, corpus: Corpus, embedder: Embedder, version: str | None = None) -> Model:
-    store = ArtefactStore(settings.model_dir)
+    store = artefacts_for(settings)
     version = version or store.active()
     if version is None:
         raise ModelError("no trained model yet: run `servetriage train`")
@@ -96,7 +99,7 @@ def load_model(settings: Settings, corpus: Corpus, embedder: Embedder, version: 
 def extra_examples(settings: Settings, version: str | None) -> list[TrainingExample]:
     if version is None:
         return []
-    store = ArtefactStore(settings.model_dir)
+    store = artefacts_for(settings)
     try:
         rows = store.load_object(version, "extra")
     except ModelError:
@@ -105,7 +108,7 @@ def extra_examples(settings: Settings, version: str | None) -> list[TrainingExam
 
 
 def ensure_model(settings: Settings, corpus: Corpus, embedder: Embedder) -> Model:
-    store = ArtefactStore(settings.model_dir)
+    store = artefacts_for(settings)
     active = store.active()
     try:
         return load_model(settings, corpus, embedder, active)
@@ -126,14 +129,12 @@ def load_learned_passes(settings: Settings, corpus: Corpus) -> tuple[tuple[Any, 
 
 def train_command(settings: Settings, fine_tune: bool = False, as_json: bool = False) -> int:
     """`servetriage train`: a new version from corpus (+ the active version's feedback examples)."""
-    from servetriage.corpus import load_corpus
-
     corpus = load_corpus(settings.extra_corpus_dirs)
     if fine_tune:
-        from ._finetune import fine_tune_command
+        from ._finetune import fine_tune_command  # noqa: PLC0415
         return fine_tune_command(settings, corpus, as_json=as_json)
     embedder = embedder_for(settings)
-    store = ArtefactStore(settings.model_dir)
+    store = artefacts_for(settings)
     active = store.active()
     say = (lambda m: None) if as_json else (lambda m: print(f"  {m}", file=sys.stderr))
     model = train(corpus, embedder, store, extra_examples(settings, active), progress=say, parent=active)
@@ -148,9 +149,9 @@ def train_command(settings: Settings, fine_tune: bool = False, as_json: bool = F
     return 0
 
 
-def engine_for_model(settings: Settings, corpus: Corpus, model: Model):
+def engine_for_model(settings: Settings, corpus: Corpus, model: Model) -> Engine:
     """An `Engine` that answers with one specific model version (gating, replay, A/B)."""
-    from ._engine import Engine
+    from ._engine import Engine  # noqa: PLC0415 - _engine imports this module
 
     embedder = embedder_for(settings)
     return Engine(settings, corpus=corpus, passes=(RetrievalPass(model.index, embedder), ClassifierPass(model.classifier)),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import collections
 import re
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import re2
 
@@ -27,7 +27,7 @@ MIN_ANCHOR = 4              # words shorter than this never index a template
 ERROR_LEVELS = frozenset({"error", "raise", "assert", "check"})
 NOISE_LEVELS = frozenset({"info"})
 
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{%d,}" % (MIN_ANCHOR - 1))
+_WORD = re.compile(rf"[A-Za-z_][A-Za-z0-9_]{{{MIN_ANCHOR - 1},}}")
 _CPP_LOCATION = re.compile(r"([\w./+-]+\.(?:cpp|cu|cuh|cc|h|hpp))[:(](\d+)")
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False
@@ -51,7 +51,7 @@ class MessageIndex:
             if words:
                 anchor = min(words, key=lambda w: (frequency[w], -len(w)))
                 self._by_word.setdefault(anchor, []).append(i)
-        self._compiled: dict[int, "re2._Regexp"] = {}
+        self._compiled: dict[int, re2._Regexp] = {}
 
     def __len__(self) -> int:
         return len(self._templates)
@@ -60,7 +60,7 @@ class MessageIndex:
     def templates(self) -> tuple[Template, ...]:
         return self._templates
 
-    def without(self, drop: Callable[[Template], bool]) -> "MessageIndex":
+    def without(self, drop: Callable[[Template], bool]) -> MessageIndex:
         """The same index less some templates (cross-validation holds out whole source directories)."""
         return MessageIndex([t for t in self._templates if not drop(t)], self._paths)
 

@@ -8,7 +8,7 @@ specific signature beats a generic one, so an early vague line does not outrank 
 from __future__ import annotations
 
 import dataclasses
-from typing import Mapping
+from collections.abc import Mapping
 
 from ._types import Hit
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Pattern
+from re import Pattern
 
 MASK = "[REDACTED]"
 
@@ -47,7 +47,7 @@ def _patterns() -> tuple[Pattern[str], ...]:
 
 def _detect_secrets_denylists() -> list[Pattern[str]]:
     try:
-        from detect_secrets.plugins import aws, basic_auth, github_token, jwt, slack, stripe
+        from detect_secrets.plugins import aws, basic_auth, github_token, jwt, slack, stripe  # noqa: PLC0415
     except ImportError:  # pragma: no cover - the dependency is declared; keep working without it
         return []
     out: list[Pattern[str]] = []

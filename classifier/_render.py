@@ -87,7 +87,7 @@ def render_text(d: Diagnosis, colour: bool = False) -> str:
             out.append(c("dim", f"  {ev.line:>6} | {ev.text}"))
     for note in paste_notes(d):
         out.append(f"  {c('bold', 'Note:')}          {note}")
-    others = [t for t in d.top[1:4]]
+    others = list(d.top[1:4])
     if others:
         out.append(f"  {c('bold', 'Might also be:')} " + ", ".join(f"{t.category} ({t.score:.2f})" for t in others))
     if d.engine:

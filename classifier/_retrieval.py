@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import faiss
 import numpy as np
@@ -52,12 +52,12 @@ class Index:
         self.vectors = vectors
 
     @classmethod
-    def build(cls, entries: Sequence[Entry], embedder: Embedder) -> "Index":
+    def build(cls, entries: Sequence[Entry], embedder: Embedder) -> Index:
         stop = stop_lines(entries)
         kept = [e for e in entries if e.text not in stop]
         return cls(kept, embedder.encode([e.text for e in kept]), stop)
 
-    def subset(self, keep: Sequence[bool]) -> "Index":
+    def subset(self, keep: Sequence[bool]) -> Index:
         idx = [i for i, k in enumerate(keep) if k]
         return Index([self.entries[i] for i in idx], self.vectors[idx], self.stoplines)
 
@@ -90,7 +90,7 @@ class Index:
         (directory / "stoplines.json").write_text(json.dumps(sorted(self.stoplines)))
 
     @classmethod
-    def load(cls, directory: Path) -> "Index":
+    def load(cls, directory: Path) -> Index:
         raw = faiss.read_index(str(directory / "index.faiss"))
         vectors = raw.reconstruct_n(0, raw.ntotal) if raw.ntotal else np.zeros((0, raw.d), dtype=np.float32)
         with open(directory / "entries.jsonl", encoding="utf-8") as fh:

@@ -31,7 +31,7 @@ class _Rule:
     signature: Signature
     symptom: bool
     literal: str | None
-    regex: "re2._Regexp | None"
+    regex: re2._Regexp | None
 
     def matches(self, text: str) -> bool:
         if self.literal is not None:

@@ -14,7 +14,7 @@ import bisect
 import dataclasses
 import functools
 import time
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import re2
@@ -37,7 +37,7 @@ _OPTIONS.max_mem = 64 << 20
 BANNER, READY, STOPPING, STOPPED, BLOCK, PRINTOUT = "banner", "ready", "stopping", "stopped", "block", "printout"
 
 
-def _union(patterns: Iterable[str], over_bytes: bool = False) -> "re2._Regexp | None":
+def _union(patterns: Iterable[str], over_bytes: bool = False) -> re2._Regexp | None:
     joined = "|".join(f"(?:{p})" for p in patterns)
     if not joined:
         return None
@@ -51,7 +51,7 @@ class LifecyclePatterns:
 
     def __init__(self, lifecycle: Lifecycle) -> None:
         self.lifecycle = lifecycle
-        self.kinds: tuple[tuple[str, "re2._Regexp"], ...] = tuple(
+        self.kinds: tuple[tuple[str, re2._Regexp], ...] = tuple(
             (kind, rx) for kind, pats in ((BANNER, lifecycle.banners), (READY, lifecycle.ready),
                                           (STOPPING, lifecycle.stopping), (STOPPED, lifecycle.stopped),
                                           (BLOCK, tuple(b.start for b in lifecycle.printout_blocks)),

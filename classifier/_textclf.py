@@ -8,9 +8,10 @@ become scores through a softmax; the fusion calibrator maps them to probabilitie
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
+from scipy.sparse import csr_matrix
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.preprocessing import normalize
 from sklearn.pipeline import FeatureUnion, Pipeline
@@ -39,7 +40,7 @@ class TextClassifier:
         self.incident_categories: tuple[str, ...] = ()
         self._centroids = None
 
-    def fit(self, docs: Sequence[str], labels: Sequence[str]) -> "TextClassifier":
+    def fit(self, docs: Sequence[str], labels: Sequence[str]) -> TextClassifier:
         self.pipeline.fit(list(docs), list(labels))
         self.classes = tuple(str(c) for c in self.pipeline.classes_)
         return self
@@ -53,7 +54,6 @@ class TextClassifier:
         order = sorted({incidents[i] for i in keep})
         row = {inc: n for n, inc in enumerate(order)}
         cat = {incidents[i]: categories[i] for i in keep}
-        from scipy.sparse import csr_matrix
         members = csr_matrix((np.ones(len(keep)), ([row[incidents[i]] for i in keep], range(len(keep)))),
                              shape=(len(order), len(keep)))
         self._centroids = normalize(members @ features)
@@ -68,7 +68,8 @@ class TextClassifier:
         return {inc: float(s) for inc, s in zip(self.incidents, sims)}
 
     def proba(self, docs: Sequence[str]) -> np.ndarray:
-        margins = np.atleast_2d(self.pipeline.decision_function(list(docs))) * TEMPERATURE
+        margins: np.ndarray = np.atleast_2d(self.pipeline.decision_function(list(docs))) * TEMPERATURE
         margins -= margins.max(axis=1, keepdims=True)
         exp = np.exp(margins)
-        return exp / exp.sum(axis=1, keepdims=True)
+        probs: np.ndarray = exp / exp.sum(axis=1, keepdims=True)
+        return probs

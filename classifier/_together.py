@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from ._diagnosis import Diagnosis, Symptom
 from ._extract import parse_prefix

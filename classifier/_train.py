@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
@@ -36,6 +36,9 @@ from ._textclf import TextClassifier
 
 FOLDS = 4
 WRONG_ANSWER_COST = 0.5
+
+# One held-out prediction: (label, ordering, retrieval scores, classifier scores, faulty, context).
+_Pred = tuple[str, Ordering, PassScores, PassScores, bool, AdjustContext]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,13 +212,13 @@ def train(corpus: Corpus, embedder: Embedder, store: ArtefactStore, extra: Seque
 
 
 def _cross_validate(corpus: Corpus, prep: list[_Prepared], full_index: Index, qvec_rows: dict[int, list[int]],
-                    owner: list[int]):
+                    owner: list[int]) -> tuple[list[list[float]], list[int], list[_Pred], list[_Pred]]:
     groups = [p.example.incident for p in prep]
     n_folds = min(FOLDS, len(set(groups)))
     rows: list[list[float]] = []
     labels: list[int] = []
-    cv_preds: list[tuple[str, Ordering, PassScores, PassScores, bool, AdjustContext]] = []
-    known_preds: list[tuple[str, Ordering, PassScores, PassScores, bool, AdjustContext]] = []
+    cv_preds: list[_Pred] = []
+    known_preds: list[_Pred] = []
     symptom_roles = frozenset(c for c, cat in corpus.categories.items() if cat.symptom)
     if n_folds < 2:
         return rows, labels, cv_preds, known_preds
@@ -228,9 +231,10 @@ def _cross_validate(corpus: Corpus, prep: list[_Prepared], full_index: Index, qv
         fold_corpus = Corpus(corpus.categories, tuple(i for i in corpus.incidents if i.id not in held))
         scanner = Scanner(fold_corpus)
         held_dirs = {g for g in held if g.startswith(CATALOGUE_GROUP)}
-        fold_messages = messages.without(lambda t: _catalogue_group(t) in held_dirs) if held_dirs else messages
+        fold_messages = (messages.without(lambda t: _catalogue_group(t) in held_dirs)  # noqa: B023 - called here
+                         if held_dirs else messages)
         clf = _fit_classifier([prep[i] for i in train_idx],
-                              [e for e in _signature_entries(fold_corpus)])
+                              list(_signature_entries(fold_corpus)))
         index = full_index.subset([inc not in held for inc in entry_incident])
         test_docs = [prep[i].doc for i in test_idx]
         clf_scores = classifier_scores(clf, test_docs)
@@ -245,7 +249,7 @@ def _cross_validate(corpus: Corpus, prep: list[_Prepared], full_index: Index, qv
                 reading = read_log(p.example.text, rules, corpus, lifecycle, symptom_roles, known_messages)
                 faulty = has_fault(reading.focus)
                 ordering = earlier_fault(reading.focus, reading.ordering,  # as served: before fusion
-                                         lambda sub: (classifier_scores(clf, [document(sub)])[0],),
+                                         lambda sub: (classifier_scores(clf, [document(sub)])[0],),  # noqa: B023 - called here
                                          symptom_roles | corpus.downstream) or reading.ordering
                 ctx = AdjustContext(ordering, reading.focus, p.example.text, reading.has_faults, corpus, symptom_roles)
                 preds.append((p.example.category, ordering, rs, cs, faulty, ctx))
@@ -267,7 +271,7 @@ def _fit_calibrator(rows: list[list[float]], labels: list[int]) -> Calibrator:
     return Calibrator(coef=tuple(float(x) for x in lr.coef_[0]), intercept=float(lr.intercept_[0]))
 
 
-def _fit_threshold(cv_preds, calibrator: Calibrator, corpus: Corpus) -> float:
+def _fit_threshold(cv_preds: Sequence[_Pred], calibrator: Calibrator, corpus: Corpus) -> float:
     """The confidence floor that answers most held-out examples right, `unknown` ones included, where a
     wrong answer also costs `WRONG_ANSWER_COST` of a right one: on call, a confident wrong cause sends
     people down the wrong path, while "unknown, might be …" only costs them the reading."""
@@ -288,7 +292,7 @@ def _fit_threshold(cv_preds, calibrator: Calibrator, corpus: Corpus) -> float:
     return plateau[len(plateau) // 2]
 
 
-def _cv_metrics(cv_preds, calibrator: Calibrator, corpus: Corpus) -> dict[str, float]:
+def _cv_metrics(cv_preds: Sequence[_Pred], calibrator: Calibrator, corpus: Corpus) -> dict[str, float]:
     if not cv_preds:
         return {}
     threshold = calibrator.threshold

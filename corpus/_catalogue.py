@@ -13,6 +13,7 @@ from pathlib import Path
 
 import re2
 
+from ._load import builtin_dir
 from ._mine import Template, merge, read_catalogue, render, write_catalogue
 
 _OPTIONS = re2.Options()
@@ -20,8 +21,6 @@ _OPTIONS.log_errors = False
 
 
 def catalogue_dir() -> Path:
-    from ._load import builtin_dir
-
     return builtin_dir() / "catalogue"
 
 

@@ -12,6 +12,7 @@ import re2
 
 from ._catalogue import catalogue_counts, load_catalogue
 
+from ._manual import options_named
 from ._types import UNKNOWN, Corpus, Incident
 
 MIN_LITERAL = 12
@@ -87,6 +88,12 @@ def check_corpus(corpus: Corpus, adversarial: bool = True) -> list[Problem]:
                 if hit:
                     add(inc, f"example {n + 1} is matched by {category!r} signature {sig.pattern!r} "
                              f"(declare `overlaps: [{category}]` if that is right)")
+
+    # options.yaml lists the options first actions name, no more: an unnamed one is a stale entry.
+    named = {name for inc in corpus.incidents for name, _ in options_named(corpus, inc)}
+    for name in corpus.options:
+        if name not in named:
+            problems.append(Problem("-", "options.yaml", f"option {name!r} is named by no incident's first action"))
     return problems
 
 
@@ -100,9 +107,9 @@ def _adversarial_seconds(rx: Any, pattern: str) -> float:
 
 
 def corpus_stats(corpus: Corpus) -> dict[str, Any]:
-    per_category = {cid: 0 for cid in corpus.categories}
+    per_category = dict.fromkeys(corpus.categories, 0)
     per_engine: collections.Counter[str] = collections.Counter()
-    examples_per_category = {cid: 0 for cid in corpus.categories}
+    examples_per_category = dict.fromkeys(corpus.categories, 0)
     signatures = 0
     for inc in corpus.incidents:
         per_category[inc.category] += 1

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
+import re2
 import yaml
 
 from servetriage._errors import CorpusError
 
 from ._types import (ENGINES, TRIAGE_CLASSES, UNKNOWN, Category, CodePath, Corpus, Incident, Lifecycle, MessagePath,
-                     PrintoutBlock, Signature)
+                     OptionDoc, PrintoutBlock, Signature)
 
 # libyaml's safe loader reads the corpus about ten times faster than the pure-Python one.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -83,7 +85,46 @@ def load_corpus(extra_dirs: Iterable[Path] = (), categories_path: Path | None = 
     missing, other_rank = load_missing(categories, recovery_path, recovery_data)
     return Corpus(categories=categories, incidents=tuple(incidents), lifecycle=lifecycle,
                   recovery=load_recovery(categories, recovery_path, recovery_data), missing=missing,
-                  other_rank=other_rank, **precedence)
+                  other_rank=other_rank, options=load_options(), **precedence)
+
+
+# How options.yaml spells an option: a long flag, or a snake_case field of an engine's Python API.
+OPTION_NAME = re.compile(r"^(--[a-z0-9][a-z0-9-]*[a-z0-9]|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)$")
+
+
+def load_options(path: Path | None = None) -> dict[str, tuple[OptionDoc, ...]]:
+    """options.yaml: per engine option, the engines' documentation pages that explain it (pages are
+    declared once under `pages` and named by id under `options`)."""
+    path = path or builtin_dir() / "options.yaml"
+    data = _read_yaml(path) if path.is_file() else {}
+    if not isinstance(data, dict) or set(data) - {"pages", "options"}:
+        raise CorpusError(f"{path}: expected a mapping with 'pages' and 'options'")
+    pages_in, options_in = data.get("pages") or {}, data.get("options") or {}
+    if not isinstance(pages_in, dict) or not isinstance(options_in, dict):
+        raise CorpusError(f"{path}: 'pages' and 'options' must be mappings")
+    pages: dict[str, OptionDoc] = {}
+    for pid, page in pages_in.items():
+        where = f"{path}: pages.{pid}"
+        if not isinstance(page, dict) or set(page) != {"engine", "title", "url"} \
+                or not all(isinstance(v, str) and v.strip() for v in page.values()):
+            raise CorpusError(f"{where}: expected engine, title and url, each a string")
+        if page["engine"] not in ENGINES or page["engine"] == "any":
+            raise CorpusError(f"{where}: engine must be one of {', '.join(e for e in ENGINES if e != 'any')}")
+        if not re.match(r"^https://[^\s\"'<>]+$", page["url"]):
+            raise CorpusError(f"{where}: url must be an https:// address")
+        pages[str(pid)] = OptionDoc(engine=page["engine"], title=page["title"].strip(), url=page["url"])
+    out: dict[str, tuple[OptionDoc, ...]] = {}
+    for name, ids in options_in.items():
+        where = f"{path}: options.{name}"
+        if not isinstance(name, str) or not OPTION_NAME.match(name):
+            raise CorpusError(f"{where}: an option is a --flag or a snake_case name")
+        if not _is_str_list(ids) or not ids or len(set(ids)) != len(ids):
+            raise CorpusError(f"{where}: expected a list of page ids")
+        strays = [i for i in ids if i not in pages]
+        if strays:
+            raise CorpusError(f"{where}: unknown page {strays[0]!r} (declare it under 'pages')")
+        out[name] = tuple(pages[i] for i in ids)
+    return out
 
 
 RECOVERY_STARTS = ("Restart required", "Retry is safe", "Change the config first", "Drain the node")
@@ -177,8 +218,6 @@ def load_lifecycle(path: Path | None = None) -> Lifecycle:
 
 
 def _patterns(value: Any, where: str) -> tuple[str, ...]:
-    import re2
-
     if not _is_str_list(value) and value != []:
         raise CorpusError(f"{where}: expected a list of RE2 patterns")
     options = re2.Options()

@@ -16,8 +16,8 @@ import dataclasses
 import gzip
 import json
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 MIN_LITERAL = 12          # a template with less literal text than this matches too much to be evidence
 MAX_TEMPLATE = 400        # longer messages are cut (the head of a message identifies it)
@@ -142,7 +142,7 @@ class _PyVisitor(ast.NodeVisitor):
         self.generic_visit(node)
         self._func.pop()
 
-    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+    visit_AsyncFunctionDef = visit_FunctionDef
 
     def _add(self, level: str, exception: str, node: ast.AST | None) -> None:
         parts = _parts_of(node) if node is not None else None
@@ -195,7 +195,7 @@ _CPP_KEYWORDS = frozenset({"if", "for", "while", "switch", "catch", "return", "s
 
 
 def mine_cpp(source: str) -> list[tuple[str, str, str, list[str | None]]]:
-    found = []
+    found: list[tuple[str, str, str, list[str | None]]] = []
     funcs = [(m.start(), m.group(1)) for m in _CPP_FUNC.finditer(source) if m.group(1) not in _CPP_KEYWORDS]
     for m in _CPP_CALL.finditer(source):
         macro = m.group(1)
@@ -203,7 +203,8 @@ def mine_cpp(source: str) -> list[tuple[str, str, str, list[str | None]]]:
         args = _call_args(source, m.end())
         if args is None or len(args) <= max(first, 0):
             continue
-        parts = ["Assertion failed: " + " ".join(args[0].split())] if first < 0 else _cpp_message(args[first:])
+        parts: list[str | None] | None = (["Assertion failed: " + " ".join(args[0].split())] if first < 0
+                                          else _cpp_message(args[first:]))
         if not parts:
             continue
         func = next((name for pos, name in reversed(funcs) if pos < m.start()), "<file>")

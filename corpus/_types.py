@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from typing import Iterator
+from collections.abc import Iterator
 
 TRIAGE_CLASSES = ("Configuration", "Application bug", "Environment / runtime", "Capacity", "Hardware")
 ENGINES = ("sglang", "vllm", "trtllm", "any")
@@ -84,6 +84,15 @@ class Lifecycle:
 
 
 @dataclasses.dataclass(frozen=True)
+class OptionDoc:
+    """options.yaml: the page of an engine's documentation that explains an option."""
+
+    engine: str  # sglang, vllm or trtllm
+    title: str   # the page's title, e.g. "SGLang server arguments"
+    url: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Incident:
     id: str
     category: str
@@ -123,12 +132,15 @@ class Corpus:
     recovery: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)  # category -> (recovery, verify)
     missing: dict[str, str] = dataclasses.field(default_factory=dict)  # symptom category -> what to fetch next
     other_rank: str = ""  # what to fetch when a line names another rank as the first to fail ({rank})
+    # options.yaml: an engine option as first actions write it -> the documentation pages that explain it
+    options: dict[str, tuple[OptionDoc, ...]] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_id", {i.id: i for i in self.incidents})
 
     def incident(self, incident_id: str) -> Incident | None:
-        return self._by_id.get(incident_id)  # type: ignore[attr-defined]
+        by_id: dict[str, Incident] = self.__dict__["_by_id"]  # set in __post_init__, not a field
+        return by_id.get(incident_id)
 
     def recovery_of(self, inc: Incident) -> str | None:
         """What to do with the process: the incident's own line, else its category's (recovery.yaml)."""
@@ -158,6 +170,6 @@ class Corpus:
         h.update(json.dumps({c: sorted(v) for c, v in self.explains.items()}, sort_keys=True).encode())
         h.update(json.dumps(dataclasses.asdict(self.lifecycle), sort_keys=True).encode())
         h.update(json.dumps([dataclasses.asdict(m) for m in self.message_paths], sort_keys=True).encode())
-        from ._catalogue import catalogue_digest  # the catalogue is data beside the corpus, read as it is
+        from ._catalogue import catalogue_digest  # noqa: PLC0415 - the catalogue is data beside the corpus, read as it is
         h.update(catalogue_digest().encode())
         return h.hexdigest()[:16]

@@ -6,6 +6,7 @@ from ._run import (HealthyReport, Report, evaluate, evaluate_healthy, predict, r
                    report_json, reports_json)
 
 __all__ = [
-    "Case", "HealthyReport", "Prediction", "Report", "abstention", "evaluate", "evaluate_healthy", "initiating_accuracy", "load_cases", "macro_f1",
-    "per_category", "predict", "reliability", "render_report", "render_side_by_side", "reports_json", "report_json", "summary", "top_k",
+    "Case", "HealthyReport", "Prediction", "Report", "abstention", "evaluate", "evaluate_healthy", "initiating_accuracy",
+    "load_cases", "macro_f1", "per_category", "predict", "reliability", "render_report", "render_side_by_side", "reports_json",
+    "report_json", "summary", "top_k",
 ]

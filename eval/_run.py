@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from servetriage._errors import InputError
 from servetriage.classifier import Diagnosis, Engine, read_path
@@ -46,11 +47,11 @@ def predict(engine: Engine, cases: Sequence[Case]) -> tuple[list[Prediction], li
 def _pass_alone(preds: Sequence[Prediction], diags: Sequence[Diagnosis], name: str) -> list[Prediction]:
     out = []
     for p, d in zip(preds, diags):
-        scores: dict[str, float] = d.passes.get(name) or {}
+        scores: dict[str, float] = d.passes.ran().get(name) or {}
         ranked = [c for c, _ in sorted(scores.items(), key=lambda kv: -kv[1]) if c != UNKNOWN]
         best = ranked[0] if ranked else UNKNOWN
         conf = max(scores.values()) if scores else 0.0
-        out.append(dataclasses.replace(p, category=best, candidates=tuple([best, *ranked]), confidence=conf))
+        out.append(dataclasses.replace(p, category=best, candidates=(best, *ranked), confidence=conf))
     return out
 
 
@@ -59,13 +60,13 @@ def evaluate(engine: Engine, directory: Path | str) -> Report:
     engine.warm()
     preds, diags = predict(engine, cases)
     ablation = {"fused": summary(preds)}
-    for name in sorted({k for d in diags for k in d.passes}):
+    for name in sorted({k for d in diags for k in d.passes.ran()}):
         ablation[f"{name} alone"] = summary(_pass_alone(preds, diags, name))
-    rows = [dict(category=r.category, support=r.support, predicted=r.predicted, correct=r.correct,
-                 precision=round(r.precision, 3), recall=round(r.recall, 3), f1=round(r.f1, 3))
+    rows = [{"category": r.category, "support": r.support, "predicted": r.predicted, "correct": r.correct,
+             "precision": round(r.precision, 3), "recall": round(r.recall, 3), "f1": round(r.f1, 3)}
             for r in per_category(preds)]
-    misses = [dict(id=p.case_id, label=p.label, surface=p.surface, predicted=p.category,
-                   confidence=round(p.confidence, 3), alternatives=list(p.candidates[1:4]))
+    misses = [{"id": p.case_id, "label": p.label, "surface": p.surface, "predicted": p.category,
+               "confidence": round(p.confidence, 3), "alternatives": list(p.candidates[1:4])}
               for p in preds if p.category != p.label]
     lat = sorted(p.seconds * 1000 for p in preds)
     latency = {"p50": round(lat[len(lat) // 2], 2), "p99": round(lat[min(len(lat) - 1, int(len(lat) * 0.99))], 2),
@@ -100,7 +101,7 @@ def evaluate_healthy(engine: Engine, directory: Path | str) -> HealthyReport:
         d = engine.diagnose(read_path(path, engine.settings.max_input_bytes))
         if d.category != UNKNOWN:
             where = d.initiating.line if d.initiating is not None else None
-            wrong.append(dict(file=path.name, predicted=d.category, confidence=round(d.confidence, 3), line=where))
+            wrong.append({"file": path.name, "predicted": d.category, "confidence": round(d.confidence, 3), "line": where})
     return HealthyReport(str(root), len(files), len(files) - len(wrong), wrong)
 
 
@@ -158,7 +159,8 @@ def render_report(report: Report, out: Callable[[str], None] = print) -> None:
     if report.latency_ms:
         out("")
         out(f"latency per log: p50 {report.latency_ms['p50']} ms, p99 {report.latency_ms['p99']} ms")
-    out(f"top-1 {s['top1']:.3f}  top-3 {s['top3']:.3f}  macro-F1 {s['macro_f1']:.3f}  abstention {_fmt(s['abstention'])}  initiating {_fmt(s['initiating'])}")
+    out(f"top-1 {s['top1']:.3f}  top-3 {s['top3']:.3f}  macro-F1 {s['macro_f1']:.3f}  "
+        f"abstention {_fmt(s['abstention'])}  initiating {_fmt(s['initiating'])}")
 
 
 def _fmt(x: float | None) -> str:

@@ -17,11 +17,12 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 from servetriage import Settings
 from servetriage.bot import HttpAdapter, HttpServer, build_app
-from servetriage.bot.standin import SlackStandIn, event_envelope, message_event, signed_headers
+from servetriage.bot.standin import Call, SlackStandIn, event_envelope, message_event, signed_headers
 from servetriage.classifier import Engine
 
 SECRET = "bench-signing-secret"
@@ -30,7 +31,7 @@ OOM_TAIL = """Traceback (most recent call last):
   File "/usr/lib/python3/site-packages/vllm/worker/model_runner.py", line 1204, in execute_model
     hidden_states = model_executable(input_ids=input_ids, positions=positions)
 torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.14 GiB of which 1.06 GiB is free.
-"""
+"""  # noqa: E501 - a traceback as the engine prints it
 PASTE = ("INFO 05-12 10:00:01 llm_engine.py:200] Initializing an LLM engine (v0.6.3) with config: model='m'\n"
          + OOM_TAIL)
 
@@ -45,6 +46,11 @@ def big_log(size: int) -> bytes:
         total += len(row)
         i += 1
     return ("".join(rows) + OOM_TAIL).encode()
+
+
+def in_thread(ts: str) -> Callable[[Call], bool]:
+    """Matches a Web API call that posts into the thread of message `ts`."""
+    return lambda c: c.args.get("thread_ts") == ts
 
 
 def post(url: str, body: str) -> float:
@@ -76,7 +82,7 @@ def measure(runs: int, file_mb: int, embeddings: bool) -> dict:
                 body = json.dumps(event_envelope(message_event("```\n" + PASTE + "```", ts=ts)))
                 sent = time.perf_counter()
                 paste_ack.append(post(url, body))
-                [reply] = slack.wait_for("chat.postMessage", where=lambda c, ts=ts: c.args.get("thread_ts") == ts)
+                [reply] = slack.wait_for("chat.postMessage", where=in_thread(ts))
                 paste_reply.append(reply.at - sent)
                 assert "gpu-oom" in reply.text, reply.text[:300]
             content = big_log(file_mb * MB)

@@ -19,9 +19,9 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
-    from servetriage import Settings
-    from servetriage.classifier import ArtefactStore, embedder_for, train
-    from servetriage.corpus import load_corpus
+    from servetriage import Settings  # noqa: PLC0415
+    from servetriage.classifier import ArtefactStore, embedder_for, train  # noqa: PLC0415
+    from servetriage.corpus import load_corpus  # noqa: PLC0415
 
     settings = Settings.from_env()
     corpus = load_corpus(settings.extra_corpus_dirs)

@@ -34,10 +34,10 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
-    from servetriage import Settings
-    from servetriage.classifier import ArtefactStore, embedder_for, engine_for_model, train
-    from servetriage.corpus import load_corpus
-    from servetriage.eval import (evaluate, evaluate_healthy, load_cases, render_report, render_side_by_side,
+    from servetriage import Settings  # noqa: PLC0415
+    from servetriage.classifier import ArtefactStore, embedder_for, engine_for_model, train  # noqa: PLC0415
+    from servetriage.corpus import load_corpus  # noqa: PLC0415
+    from servetriage.eval import (evaluate, evaluate_healthy, load_cases, render_report, render_side_by_side,  # noqa: PLC0415
                                   reports_json)
 
     settings = Settings.from_env()

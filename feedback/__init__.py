@@ -7,7 +7,7 @@ The parts, and how `servetriage serve` wires them:
     parts.close()                        # on shutdown, after the bot has drained
 
 * `FeedbackStore` — one repository per concern (replies, votes, training set, incidents, trust,
-  forgetting, model versions) over one database: SQLite, or PostgreSQL for replicas.
+  forgetting) over one database: SQLite, or PostgreSQL for replicas.
 * `ModelHandle` — the bot's diagnoser; answers with the active model, swapped on promotion.
 * `Retrainer` — debounced background retraining, promoted only when no worse on the gate.
 * `StoreFeedback` — the Slack-free service the bot's feedback listeners call (`bot.FeedbackService`).
@@ -29,10 +29,10 @@ _LAZY = {
     "GateCase": "._gate", "corpus_gate_cases": "._gate",
     "ModelHandle": "._handle",
     "FeedbackMemory": "._memory",
-    "Retrainer": "._retrain", "RetrainResult": "._retrain", "prune": "._retrain", "sync_models": "._retrain",
+    "Retrainer": "._retrain", "RetrainResult": "._retrain", "prune": "._retrain",
     "training_hash": "._retrain", "training_set": "._retrain",
     "Allowlist": "._rules", "RateLimit": "._rules", "derive": "._rules",
-    "DiagnosisRow": "._replies", "FeedbackExample": "._training", "FeedbackStore": "._store", "ModelRow": "._models",
+    "DiagnosisRow": "._replies", "FeedbackExample": "._training", "FeedbackStore": "._store",
     "NewIncident": "._incidents", "Tally": "._derive", "VoteResult": "._votes", "backup_database": "._store",
     "StoreFeedback": "._service",
     "BotParts": "._wiring", "for_bot": "._wiring",
@@ -58,12 +58,12 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     register(subparsers)
 
 
-def online_eval(args: argparse.Namespace, settings: "Settings") -> int:
+def online_eval(args: argparse.Namespace, settings: Settings) -> int:
     from ._online import online_eval as run  # noqa: PLC0415
     return run(args, settings)
 
 
-def export_incidents(args: argparse.Namespace, settings: "Settings") -> int:
+def export_incidents(args: argparse.Namespace, settings: Settings) -> int:
     from ._export import export_incidents as run  # noqa: PLC0415
     return run(args, settings)
 
@@ -71,8 +71,8 @@ def export_incidents(args: argparse.Namespace, settings: "Settings") -> int:
 __all__ = [
     "Allowlist", "BotParts", "DiagnosisRow", "FeedbackError", "FeedbackExample", "FeedbackMemory",
     "FeedbackStore", "GateCase",
-    "ModelHandle", "ModelRow", "NewIncident", "NotFound", "RateLimit", "RetrainResult", "Retrainer", "SCHEMA_VERSION",
+    "ModelHandle", "NewIncident", "NotFound", "RateLimit", "RetrainResult", "Retrainer", "SCHEMA_VERSION",
     "SchemaError", "StoreFeedback", "Tally", "VoteResult", "backup_database", "corpus_gate_cases", "derive", "export_incidents",
-    "for_bot", "online_eval", "prune", "register_cli", "sync_models", "training_hash",
+    "for_bot", "online_eval", "prune", "register_cli", "training_hash",
     "training_set",
 ]

@@ -72,111 +72,92 @@ def _store(settings: Settings, must_exist: bool = True):
 
 # -- model ----------------------------------------------------------------------------------------------
 def cmd_model_list(args: argparse.Namespace, settings: Settings) -> int:
-    from servetriage.classifier import ArtefactStore  # noqa: PLC0415
+    from servetriage.classifier import artefacts_for  # noqa: PLC0415
 
-    from ._retrain import sync_models  # noqa: PLC0415
-
-    artefacts = ArtefactStore(settings.model_dir)
+    artefacts = artefacts_for(settings)
+    rows = [(m, artefacts.status(m.version), artefacts.loadable(m.version)) for m in artefacts.versions()]
     with _store(settings, must_exist=False) as store:
-        sync_models(store, artefacts)
-        rows = store.models.all()
         quarantined = store.training.quarantined()
-    on_disk = {m.version for m in artefacts.versions()}
     if args.json:
-        for r in rows:
-            print(json.dumps({"version": r.version, "state": r.state, "parent": r.parent, "created": r.created,
-                              "activated": r.activated, "examples": r.examples,
-                              "feedback_examples": r.feedback_examples, "training_hash": r.training_hash,
-                              "metrics": r.metrics, "gate": r.gate, "note": r.note, "on_disk": r.version in on_disk}))
+        for m, st, on_disk in rows:
+            print(json.dumps({"version": m.version, "state": st.state, "parent": m.parent, "created": m.created,
+                              "activated": st.activated, "examples": m.examples,
+                              "feedback_examples": m.feedback_examples, "training_hash": st.training_hash,
+                              "metrics": m.metrics, "gate": st.gate, "note": st.note, "on_disk": on_disk}))
         return 0
     if not rows:
         print("no model versions yet: run `servetriage train`")
         return 0
     print(f"{'version':<20} {'state':<9} {'created (UTC)':<17} {'feedback':>8}  {'gate: candidate / active':<25} note")
-    for r in rows:
+    for m, st, on_disk in rows:
         gate = ""
-        if r.gate.get("candidate") and r.gate.get("active"):
-            c, a = r.gate["candidate"], r.gate["active"]
+        if st.gate.get("candidate") and st.gate.get("active"):
+            c, a = st.gate["candidate"], st.gate["active"]
             gate = f"{c['correct']}/{c['cases']} vs {a['correct']}/{a['cases']}"
-        created = time.strftime("%Y-%m-%d %H:%M", time.gmtime(r.created)) if r.created else "-"
-        gone = "" if r.version in on_disk else " [artefacts pruned]"
-        print(f"{r.version:<20} {r.state:<9} {created:<17} {r.feedback_examples or 0:>8}  {gate:<25} "
-              f"{(r.note or '')}{gone}")
+        created = time.strftime("%Y-%m-%d %H:%M", time.gmtime(m.created)) if m.created else "-"
+        gone = "" if on_disk else " [artefacts pruned]"
+        print(f"{m.version:<20} {st.state:<9} {created:<17} {m.feedback_examples or 0:>8}  {gate:<25} "
+              f"{(st.note or '')}{gone}")
     if quarantined:
         print(f"{len(quarantined)} feedback example(s) quarantined by the gate (see `servetriage feedback export`)")
     return 0
 
 
 def _check_loadable(settings: Settings, version: str) -> None:
-    from servetriage.classifier import ArtefactStore  # noqa: PLC0415
-    from servetriage.classifier._artefacts import FORMAT  # noqa: PLC0415
+    from servetriage.classifier import MODEL_FORMAT, artefacts_for  # noqa: PLC0415
     from servetriage.corpus import load_corpus  # noqa: PLC0415
 
-    artefacts = ArtefactStore(settings.model_dir)
-    if not (artefacts.path(version) / "meta.json").is_file():
+    artefacts = artefacts_for(settings)
+    if not artefacts.loadable(version):
         raise FeedbackError(f"no model version {version!r} on disk (see `servetriage model list`)")
     try:
         meta = artefacts.meta(version)
     except ModelError as exc:
         raise FeedbackError(str(exc)) from None
-    if meta.format != FORMAT:
-        raise FeedbackError(f"model {version} has format {meta.format}; this build reads {FORMAT}")
+    if meta.format != MODEL_FORMAT:
+        raise FeedbackError(f"model {version} has format {meta.format}; this build reads {MODEL_FORMAT}")
     fingerprint = load_corpus(settings.extra_corpus_dirs).fingerprint
     if meta.corpus_fingerprint != fingerprint:
         raise FeedbackError(f"model {version} was trained on another corpus ({meta.corpus_fingerprint}, now "
                             f"{fingerprint}); the bot would retrain it from scratch")
 
 
-def _activate(settings: Settings, store, version: str, note: str) -> None:
-    from servetriage.classifier import ArtefactStore  # noqa: PLC0415
-
-    from ._retrain import sync_models  # noqa: PLC0415
-
-    artefacts = ArtefactStore(settings.model_dir)
-    sync_models(store, artefacts)
-    artefacts.activate(version)
-    store.models.set_state(version, "active", note=note)
-
-
 def cmd_model_promote(args: argparse.Namespace, settings: Settings) -> int:
-    from servetriage.classifier import ArtefactStore  # noqa: PLC0415
+    from servetriage.classifier import artefacts_for  # noqa: PLC0415
 
     _check_loadable(settings, args.version)
-    if ArtefactStore(settings.model_dir).active() == args.version:
+    artefacts = artefacts_for(settings)
+    if artefacts.active() == args.version:
         print(f"model {args.version} is already active")
         return 0
+    artefacts.activate(args.version, note="promoted by hand")
     with _store(settings, must_exist=False) as store:
-        _activate(settings, store, args.version, "promoted by hand")
-        released = store.training.release([k for k, r in store.training.quarantined().items() if r.get("version") == args.version])
+        released = store.training.release([k for k, r in store.training.quarantined().items()
+                                           if r.get("version") == args.version])
     extra = f"; {released} quarantined example(s) released" if released else ""
     print(f"model {args.version} is now active (a running bot switches within seconds){extra}")
     return 0
 
 
 def cmd_model_rollback(args: argparse.Namespace, settings: Settings) -> int:
-    from servetriage.classifier import ArtefactStore  # noqa: PLC0415
+    from servetriage.classifier import artefacts_for  # noqa: PLC0415
 
-    from ._retrain import sync_models  # noqa: PLC0415
-
-    artefacts = ArtefactStore(settings.model_dir)
+    artefacts = artefacts_for(settings)
     current = artefacts.active()
     if current is None:
         raise FeedbackError("no active model to roll back from")
-    with _store(settings, must_exist=False) as store:
-        sync_models(store, artefacts)
-        rows = {r.version: r for r in store.models.all()}
-        on_disk = {m.version for m in artefacts.versions()}
-        earlier = sorted((r for r in rows.values() if r.version != current and r.activated and r.version in on_disk
-                          and r.state == "retired"), key=lambda r: (r.activated, r.version), reverse=True)
-        target = earlier[0].version if earlier else None
-        cur = rows.get(current)
-        if target is None and cur is not None and cur.parent in on_disk:
-            target = cur.parent
-        if target is None:
-            raise FeedbackError(f"nothing to roll back to: no earlier active version of {current} is on disk")
-        _check_loadable(settings, target)
-        _activate(settings, store, target, f"rolled back to (from {current})")
-        store.models.set_state(current, "rejected", note="rolled back by hand")
+    earlier = sorted(((artefacts.status(m.version), m) for m in artefacts.versions()
+                      if m.version != current and artefacts.loadable(m.version)),
+                     key=lambda sm: (sm[0].activated or 0.0, sm[1].version), reverse=True)
+    target = next((m.version for st, m in earlier if st.activated and st.state == "retired"), None)
+    parent = artefacts.meta(current).parent
+    if target is None and parent is not None and artefacts.loadable(parent):
+        target = parent
+    if target is None:
+        raise FeedbackError(f"nothing to roll back to: no earlier active version of {current} is on disk")
+    _check_loadable(settings, target)
+    artefacts.activate(target, note=f"rolled back to (from {current})")
+    artefacts.set_status(current, state="rejected", note="rolled back by hand")
     print(f"rolled back: model {target} is active again; {current} is marked rejected")
     return 0
 
@@ -185,9 +166,8 @@ def cmd_model_rollback(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_feedback_export(args: argparse.Namespace, settings: Settings) -> int:
     from ._export import output, write_feedback  # noqa: PLC0415
 
-    with _store(settings) as store:
-        with output(args.output) as fh:
-            n = write_feedback(store, fh, args.format, with_excerpt=not args.no_excerpt)
+    with _store(settings) as store, output(args.output) as fh:
+        n = write_feedback(store, fh, args.format, with_excerpt=not args.no_excerpt)
     print(f"exported {n} vote(s)", file=sys.stderr)
     return 0
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Callable
+from collections.abc import Callable
 
 from servetriage.storage import Transaction
 

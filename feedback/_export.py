@@ -11,7 +11,8 @@ import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
+from collections.abc import Iterator
 
 import yaml
 

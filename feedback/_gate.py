@@ -15,7 +15,7 @@ import dataclasses
 import hashlib
 from collections import OrderedDict
 from contextlib import contextmanager
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from servetriage.corpus import Corpus
 

@@ -19,6 +19,7 @@ import threading
 import time
 import functools
 from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 from servetriage._errors import ModelError, ServetriageError
 from servetriage._settings import Settings
@@ -39,15 +40,15 @@ log = logging.getLogger(__name__)
 @dataclasses.dataclass(frozen=True)
 class _Live:
     version: str | None
-    model: "Model | None"
-    engine: "Engine"
+    model: Model | None
+    engine: Engine
 
 
 class ModelHandle:
     """A `Diagnoser` (`diagnose`, `warm`) whose model can be swapped while it serves."""
 
-    def __init__(self, settings: Settings, corpus: "Corpus | None" = None, *, training: "TrainingSet | None" = None,
-                 incidents: "Incidents | None" = None, check_every_s: float = 5.0) -> None:
+    def __init__(self, settings: Settings, corpus: Corpus | None = None, *, training: TrainingSet | None = None,
+                 incidents: Incidents | None = None, check_every_s: float = 5.0) -> None:
         self.settings = settings
         self._corpus = corpus
         self._training = training      # the feedback memory's examples (None: no memory)
@@ -62,7 +63,7 @@ class ModelHandle:
 
     # -- what it serves ----------------------------------------------------------------------------
     @property
-    def corpus(self) -> "Corpus":
+    def corpus(self) -> Corpus:
         if self._corpus is None:
             from servetriage.corpus import load_corpus  # noqa: PLC0415
             with self._lock:
@@ -80,14 +81,14 @@ class ModelHandle:
         return self._current().version
 
     @property
-    def model(self) -> "Model":
+    def model(self) -> Model:
         live = self._current()
         if live.model is None:
             raise ModelError("the learned passes are off (SERVETRIAGE_EMBEDDINGS=off): no model to retrain")
         return live.model
 
     @property
-    def engine(self) -> "Engine":
+    def engine(self) -> Engine:
         return self._current().engine
 
     def embedder(self):
@@ -95,21 +96,21 @@ class ModelHandle:
         return embedder_for(self.settings)
 
     # -- Diagnoser ---------------------------------------------------------------------------------
-    def warm(self) -> "ModelHandle":
+    def warm(self) -> ModelHandle:
         self._current().engine.warm()
         return self
 
-    def diagnose(self, log_text: "LogText") -> "Diagnosis":
+    def diagnose(self, log_text: LogText) -> Diagnosis:
         live = self._current()
         d = self._overlay(live.engine.diagnose(log_text))
         return dataclasses.replace(d, model_version=live.version) if live.version else d
 
-    def diagnose_text(self, text: str, name: str | None = None) -> "Diagnosis":
+    def diagnose_text(self, text: str, name: str | None = None) -> Diagnosis:
         from servetriage.classifier import from_text  # noqa: PLC0415
         return self.diagnose(from_text(text, name or "-"))
 
     # -- swapping ----------------------------------------------------------------------------------
-    def engine_for(self, model: "Model") -> "Engine":
+    def engine_for(self, model: Model) -> Engine:
         """An engine answering with `model` and the feedback memory: what the bot would answer with that
         version active (the gate scores models through this)."""
         from servetriage.classifier import engine_for_model  # noqa: PLC0415
@@ -139,7 +140,7 @@ class ModelHandle:
         match = self.memory().match_signature(self._sigs.of_text(text))
         return (match.category, match.incident) if match else None
 
-    def swap(self, model: "Model", engine: "Engine | None" = None) -> None:
+    def swap(self, model: Model, engine: Engine | None = None) -> None:
         """Serve `model` from now on (its engine is built and warmed before the switch)."""
         engine = engine or self.engine_for(model)
         engine.scanner  # noqa: B018 — build the costly parts outside the lock
@@ -152,8 +153,8 @@ class ModelHandle:
         """Follow the `ACTIVE` pointer if another process moved it; True when the model changed."""
         if not self.learning:
             return False
-        from servetriage.classifier import ArtefactStore, load_model  # noqa: PLC0415
-        active = ArtefactStore(self.settings.model_dir).active()
+        from servetriage.classifier import artefacts_for, load_model  # noqa: PLC0415
+        active = artefacts_for(self.settings).active()
         with self._lock:
             self._checked = time.monotonic()
             current = self._live.version if self._live else None
@@ -178,7 +179,7 @@ class ModelHandle:
         elif self.learning and time.monotonic() - self._checked >= self.check_every_s:
             try:
                 self.reload()
-            except Exception:  # noqa: BLE001 — a failed check must never fail a diagnosis
+            except Exception:
                 log.exception("checking the active model failed")
             live = self._live or live
         return live
@@ -192,7 +193,7 @@ class ModelHandle:
         return _Live(model.meta.version, model, self.engine_for(model))
 
     # -- the corpus overlay -------------------------------------------------------------------------
-    def _overlay(self, d: "Diagnosis") -> "Diagnosis":
+    def _overlay(self, d: Diagnosis) -> Diagnosis:
         """Name an incident written through the bot when the answer points at one."""
         if self._incidents is None or d.is_unknown:
             return d
@@ -214,11 +215,11 @@ def overlay_ref(inc: Any, settings: Settings):
 
 
 @functools.lru_cache(maxsize=1)
-def steered_engine_class() -> type:
+def steered_engine_class() -> Callable[..., Engine]:
     """A factory of `Engine`s with the feedback memory as their `steer` hook (built on first use,
     so importing this package does not import the engine)."""
     from servetriage.classifier import Engine  # noqa: PLC0415
-    from servetriage.classifier._fuse import PassScores  # noqa: PLC0415
+    from servetriage.classifier import PassScores  # noqa: PLC0415
 
     from ._memory import steer  # noqa: PLC0415
 

@@ -20,7 +20,8 @@ import dataclasses
 import hashlib
 import threading
 from collections import Counter, OrderedDict
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
 if TYPE_CHECKING:
     from servetriage.classifier import Extract
@@ -35,7 +36,7 @@ def normalise(body: str) -> str:
     return normalize_line(body)
 
 
-def signature(ex: "Extract") -> frozenset[str]:
+def signature(ex: Extract) -> frozenset[str]:
     """The normalised messages among a log's salient lines (traceback frames left out), redacted the
     way stored excerpts are, so that a log and its stored example have the same signature."""
     from servetriage.classifier import redact  # noqa: PLC0415
@@ -54,7 +55,7 @@ class SignatureCache:
         self._size = size
         self._lock = threading.Lock()
 
-    def of_text(self, text: str, ex: "Extract | None" = None) -> frozenset[str]:
+    def of_text(self, text: str, ex: Extract | None = None) -> frozenset[str]:
         """The signature of `text` (`ex`: its extract, when the caller has it already)."""
         from servetriage.classifier import extract  # noqa: PLC0415
         key = hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).hexdigest()
@@ -97,7 +98,7 @@ class FeedbackMemory:
     def __len__(self) -> int:
         return len(self._items)
 
-    def match(self, ex: "Extract") -> Match | None:
+    def match(self, ex: Extract) -> Match | None:
         if not self._items:
             return None
         return self.match_signature(signature(ex))
@@ -134,7 +135,7 @@ def steer(fusion, match: Match | None):
     """The fused ranking with the memory's label first (or no answer, when on-call said `unknown`)."""
     if match is None:
         return fusion
-    from servetriage.classifier._fuse import Fusion  # noqa: PLC0415
+    from servetriage.classifier import Fusion  # noqa: PLC0415
 
     if match.category == UNKNOWN:
         return Fusion(fusion.ranking, 0.0, fusion.incident_for)

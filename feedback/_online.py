@@ -36,13 +36,11 @@ REPLAY_USER = "oncall-replay"
 
 def _prepare_data_dir(settings: Settings, tmp: Path) -> Settings:
     """A temporary data dir holding a copy of the active model version (and the same embedder)."""
-    from servetriage.classifier import ArtefactStore  # noqa: PLC0415
+    from servetriage.classifier import ArtefactStore, artefacts_for, embedder_path  # noqa: PLC0415
 
-    from servetriage.classifier import embedder_path  # noqa: PLC0415
-
-    replay = dataclasses.replace(settings, data_dir=tmp / "data", trainer_allowlist=(),
+    replay = dataclasses.replace(settings, data_dir=tmp / "data", database_url=None, trainer_allowlist=(),
                                  embedder_path=embedder_path(settings))
-    src = ArtefactStore(settings.model_dir)
+    src = artefacts_for(settings)
     active = src.active()
     if active is not None:
         dst = ArtefactStore(replay.model_dir)
@@ -83,7 +81,7 @@ def replay(settings: Settings, directory: Path | str, progress=lambda msg: None)
                 d = handle.diagnose(log)
                 right = d.category == case.category
                 online.append(right)
-                memory_online += int("memory" in d.passes)
+                memory_online += int(d.passes.memory is not None)
                 did = store.replies.record(d, log.text, team="replay", channel="replay", thread_ts=f"case-{n}",
                                    user="replay-asker", source="replay")
                 diagnosis_ids.append(did)
@@ -111,7 +109,7 @@ def replay(settings: Settings, directory: Path | str, progress=lambda msg: None)
                 ex = examples.get(did)
                 misses["held_out"] += int(bool(ex and ex.holdout))
                 misses["quarantined"] += int(bool(ex and (ex.text_hash, ex.category) in quarantined))
-                misses["memory_answered"] += int("memory" in d.passes)
+                misses["memory_answered"] += int(d.passes.memory is not None)
                 misses["right_at_first"] += int(first)
             seconds = [r.seconds for r in cycles]
             refit = [r.retrain_seconds for r in cycles]
@@ -143,7 +141,9 @@ def replay(settings: Settings, directory: Path | str, progress=lambda msg: None)
 
 def online_eval(args: argparse.Namespace, settings: Settings) -> int:
     t0 = time.perf_counter()
-    say = (lambda m: print(m, file=sys.stderr, flush=True))
+    def say(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
     report = replay(settings, args.directory, progress=say)
     report["wall_seconds"] = round(time.perf_counter() - t0, 1)
     if not args.json:

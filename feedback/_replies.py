@@ -11,7 +11,8 @@ import hashlib
 import json
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 from servetriage.storage import Database
 
@@ -24,6 +25,8 @@ log = logging.getLogger(__name__)
 
 MAX_EXCERPT_CHARS = 256 * 1024
 CLIP_MARK = "\n… [clipped by servetriage] …\n"
+SEEN_BEFORE = 3   # earlier answers linked from a reply
+THREAD_ANSWERS = 5  # how far back in a thread a follow-up looks for the answer that asked for it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +70,7 @@ class Replies:
         self._clock = clock
         self._model_version = model_version
 
-    def record(self, diagnosis: "Diagnosis", excerpt: str, *, team: str | None, channel: str, thread_ts: str | None,
+    def record(self, diagnosis: Diagnosis, excerpt: str, *, team: str | None, channel: str, thread_ts: str | None,
                user: str | None, source: str) -> str:
         """Keep one answered diagnosis (the log excerpt redacted) and return its id for the buttons."""
         from servetriage.classifier import redact  # noqa: PLC0415 (the engine's redactor, same rules as evidence)
@@ -106,9 +109,53 @@ class Replies:
             raise NotFound(f"no diagnosis {diagnosis_id!r}")
         return _row(rows[0])
 
+    def earlier(self, *, team: str | None, category: str, incident: str | None,
+                limit: int = SEEN_BEFORE) -> list[EarlierAnswer]:
+        """The newest posted answers of this workspace to the same incident (else category), counting
+        those on-call corrected to it; never across workspaces."""
+        match = ("(d.incident = ? OR (e.kind = 'corrected' AND e.incident = ?))" if incident else
+                 "(d.category = ? OR (e.kind = 'corrected' AND e.category = ?))")
+        key = incident or category
+        rows = self._db.query(
+            "SELECT d.id, d.created, d.channel, d.thread_ts, d.message_ts, d.category, e.kind, e.category AS label, "
+            "(SELECT COUNT(*) FROM votes v WHERE v.diagnosis_id = d.id AND v.direction = 1) AS up, "
+            "(SELECT COUNT(*) FROM votes v WHERE v.diagnosis_id = d.id AND v.direction = -1) AS down "
+            "FROM diagnoses d LEFT JOIN examples e ON e.diagnosis_id = d.id "
+            f"WHERE COALESCE(d.team, '') = ? AND d.message_ts IS NOT NULL AND {match} "
+            "ORDER BY d.created DESC, d.id LIMIT ?", [team or "", key, key, int(limit)])
+        return [EarlierAnswer(r["id"], float(r["created"]), r["channel"], r["thread_ts"], r["message_ts"], r["category"],
+                              int(r["up"]), int(r["down"]),
+                              r["label"] if r["kind"] == "corrected" and r["label"] != r["category"] else None)
+                for r in rows]
+
+    def asked_for_more(self, *, channel: str, thread_ts: str) -> str | None:
+        """The excerpt of the thread's latest answer whose diagnosis said what was missing (another
+        rank's log, the kernel log): a follow-up in the thread is read together with it."""
+        rows = self._db.query("SELECT excerpt, diagnosis FROM diagnoses WHERE channel = ? AND thread_ts = ? "
+                              "ORDER BY created DESC LIMIT ?", [channel, thread_ts, THREAD_ANSWERS])
+        for r in rows:
+            if (json.loads(r["diagnosis"] or "{}") or {}).get("missing"):
+                return str(r["excerpt"])
+        return None
+
     def by_reply(self, channel: str, reply_ts: str) -> DiagnosisRow | None:
         rows = self._db.query("SELECT * FROM diagnoses WHERE channel = ? AND message_ts = ?", [channel, reply_ts])
         return _row(rows[0]) if rows else None
+
+
+@dataclasses.dataclass(frozen=True)
+class EarlierAnswer:
+    """An earlier answer in the same workspace to the same incident (or category), with its votes."""
+
+    id: str
+    created: float
+    channel: str
+    thread_ts: str | None
+    message_ts: str
+    category: str
+    up: int
+    down: int
+    corrected_to: str | None   # the category on-call's agreed correction gave it
 
 
 def _row(r: dict[str, Any]) -> DiagnosisRow:

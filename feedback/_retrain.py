@@ -24,13 +24,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-import os
-import shutil
 import threading
 import time
 from collections import deque
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
 
 from servetriage._errors import ModelError
 
@@ -64,7 +62,7 @@ class RetrainResult:
         return self.state == "active"
 
 
-def training_set(examples: Sequence[FeedbackExample]) -> list["TrainingExample"]:
+def training_set(examples: Sequence[FeedbackExample]) -> list[TrainingExample]:
     from servetriage.classifier import TrainingExample  # noqa: PLC0415
     chosen = sorted((e for e in examples if not e.holdout), key=lambda e: (e.text_hash, e.category))
     return [TrainingExample(e.text, e.category, e.incident or "", "feedback") for e in chosen]
@@ -74,7 +72,7 @@ def _key(text: str, category: str) -> tuple[str, str]:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest(), category
 
 
-def training_hash(extra: Sequence["TrainingExample"]) -> str:
+def training_hash(extra: Sequence[TrainingExample]) -> str:
     h = hashlib.sha256()
     for e in sorted(extra, key=lambda e: (_key(e.text, e.category), e.incident)):
         digest, cat = _key(e.text, e.category)
@@ -111,7 +109,7 @@ class Retrainer:
         """Feedback changed: retrain after `debounce_s` of quiet (at most `max_delay_s` after the first)."""
         self._wake.set()
 
-    def start(self) -> "Retrainer":
+    def start(self) -> Retrainer:
         if self._thread is None or not self._thread.is_alive():
             self._stop.clear()
             self._thread = threading.Thread(target=self._loop, name="servetriage-retrainer", daemon=True)
@@ -131,7 +129,7 @@ class Retrainer:
     def _loop(self) -> None:
         try:
             self.prime()
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("scoring the active model on the gate failed")
         while not self._stop.is_set():
             woken = self._wake.wait(self.poll_s)
@@ -150,15 +148,15 @@ class Retrainer:
                 continue
             try:
                 self.run_once()
-            except Exception:  # noqa: BLE001 — the bot keeps answering with the active model
+            except Exception:
                 log.exception("retraining failed; the active model stays")
 
     def prime(self) -> None:
         """Answer the gate set with the active model now (the bot calls this at start, off the request
         path), so that the first retrain pays only for its candidate."""
-        if not self.handle.learning:
-            return
         engine, version = self.handle.engine, self.handle.version
+        if not self.handle.learning or version is None:
+            return
         with faiss_single_thread():
             self.gate.score(version, self._predictor(engine), self._gate_cases(self.store.training.examples()),
                             context=self.handle.memory_key)
@@ -174,7 +172,7 @@ class Retrainer:
         return result
 
     def _cycle(self, *, force: bool, require_gate: bool) -> RetrainResult:
-        from servetriage.classifier import ArtefactStore, retrain, train  # noqa: PLC0415
+        from servetriage.classifier import artefacts_for, retrain, train  # noqa: PLC0415
 
         t0 = time.perf_counter()
         generation = self.store.training.generation()
@@ -183,23 +181,21 @@ class Retrainer:
             return RetrainResult("skipped", None, None, "the learned passes are off")
         self.handle.reload()
         parent = self.handle.model
-        artefacts = ArtefactStore(self.settings.model_dir)
-        sync_models(self.store, artefacts)
+        artefacts = artefacts_for(self.settings)
         feedback = self.store.training.examples()
         quarantined = self.store.training.quarantined()
         extra = training_set([e for e in feedback if (e.text_hash, e.category) not in quarantined])
         thash = training_hash(extra)
         parent_keys = self._parent_keys(artefacts, parent.meta.version)
-        parent_row = self.store.models.get(parent.meta.version)
-        parent_hash = parent_row.training_hash if parent_row and parent_row.training_hash else \
-            self._hash_of(artefacts, parent.meta.version)
+        parent_hash = artefacts.status(parent.meta.version).training_hash or self._hash_of(artefacts, parent.meta.version)
         stale = parent_keys - {_key(e.text, e.category) for e in extra}
         self._seen_generation = generation
         if not force and thash == parent_hash:
             return RetrainResult("skipped", None, parent.meta.version, "the active model has this training set",
                                  time.perf_counter() - t0)
-        if not force and not stale and any(m.training_hash == thash and m.parent == parent.meta.version
-                                           and m.state == "rejected" for m in self.store.models.all()):
+        if not force and not stale and any(
+                m.parent == parent.meta.version and artefacts.status(m.version).state == "rejected"
+                and artefacts.status(m.version).training_hash == thash for m in artefacts.versions()):
             return RetrainResult("skipped", None, parent.meta.version,
                                  "this training set was already rejected against the active model",
                                  time.perf_counter() - t0)
@@ -215,10 +211,7 @@ class Retrainer:
             how = "full train (the corpus changed)"
         retrain_s = time.perf_counter() - t1
         version = candidate.meta.version
-        self.store.models.put(version, state="candidate", parent=parent.meta.version, created=candidate.meta.created,
-                             training_hash=thash, examples=candidate.meta.examples,
-                             feedback_examples=candidate.meta.feedback_examples,
-                             metrics={**candidate.meta.metrics, "retrain_seconds": round(retrain_s, 3)})
+        artefacts.set_status(version, state="candidate", training_hash=thash)
 
         t2 = time.perf_counter()
         cases = self._gate_cases(feedback)
@@ -230,13 +223,13 @@ class Retrainer:
             g_active = self.gate.score(parent.meta.version, active, cases, context=self.handle.memory_key)
             g_cand = self.gate.score(version, cand, cases, context=self.handle.memory_key)
         gate = {"set": gate_hash(cases), "active": g_active, "candidate": g_cand, "how": how,
-                "stale_examples": len(stale), "seconds": round(time.perf_counter() - t2, 3)}
+                "stale_examples": len(stale), "seconds": round(time.perf_counter() - t2, 3),
+                "retrain_seconds": round(retrain_s, 3)}
         no_worse = g_cand["correct"] >= g_active["correct"]
         if no_worse or stale or not require_gate:
-            artefacts.activate(version)
             reason = "no worse on the gate" if no_worse else (
                 f"removes {len(stale)} example(s) that no longer stand" if stale else "promoted without the gate")
-            self.store.models.set_state(version, "active", note=reason, gate=gate)
+            artefacts.activate(version, note=reason, gate=gate)
             self.handle.swap(candidate, cand_engine)
             state = "active"
         else:
@@ -248,22 +241,22 @@ class Retrainer:
             if added:
                 self.store.training.quarantine(added, version, reason)
                 reason += f"; {len(added)} new example(s) quarantined"
-            self.store.models.set_state(version, "rejected", note=reason, gate=gate)
+            artefacts.set_status(version, state="rejected", note=reason, gate=gate)
             state = "rejected"
         try:
-            prune(self.store, artefacts)
+            prune(artefacts)
         except OSError as exc:
             log.warning("pruning old model versions failed: %s", exc)
         return RetrainResult(state, version, parent.meta.version, reason, time.perf_counter() - t0, retrain_s, gate,
                              len(extra))
 
     @staticmethod
-    def _predictor(engine: "Engine") -> Callable[[GateCase], str]:
+    def _predictor(engine: Engine) -> Callable[[GateCase], str]:
         """Feedback cases: the answer on-call would see. Corpus cases: the classifier's own first answer
         (see `_gate`): the rules answer every corpus example, and a retrain never changes them."""
         def predict(case: GateCase) -> str:
             d = engine.diagnose_text(case.text)
-            votes = d.passes.get("classifier") if case.part == "corpus" else None
+            votes = d.passes.classifier if case.part == "corpus" else None
             return max(votes, key=votes.__getitem__) if votes else d.category
         return predict
 
@@ -292,42 +285,21 @@ class Retrainer:
         return training_hash([TrainingExample(**r) for r in rows if r.get("source") == "feedback"])
 
 
-# -- the ledger of model versions ----------------------------------------------------------------------
-def sync_models(store: FeedbackStore, artefacts) -> None:
-    """Make the database's model list agree with the disk: versions trained elsewhere are added, and
-    the version the `ACTIVE` pointer names is the one marked active."""
-    known = {m.version: m for m in store.models.all()}
+# -- old versions ----------------------------------------------------------------------------------------
+def prune(artefacts: Any) -> list[str]:
+    """Strip the objects of old rejected, retired and candidate versions; their records stay."""
     active = artefacts.active()
-    for meta in artefacts.versions():
-        if meta.version not in known:
-            store.models.put(meta.version, state="active" if meta.version == active else "retired", parent=meta.parent,
-                            created=meta.created, training_hash=None, examples=meta.examples,
-                            feedback_examples=meta.feedback_examples, metrics=meta.metrics,
-                            note="trained outside the feedback loop")
-    if active is not None:
-        row = store.models.get(active)
-        if row is not None and row.state != "active":
-            store.models.set_state(active, "active")
-    for m in store.models.all():
-        if m.state == "active" and m.version != active:
-            store.models.set_state(m.version, "retired", note="no longer the ACTIVE version")
-
-
-def prune(store: FeedbackStore, artefacts) -> list[str]:
-    """Delete the artefacts of old rejected and retired versions (their database rows stay)."""
-    active = artefacts.active()
-    rows = [m for m in store.models.all() if m.version != active]
     protect = {active}
-    act = store.models.get(active) if active else None
-    if act is not None and act.parent:
-        protect.add(act.parent)
+    if active is not None and artefacts.meta(active).parent:
+        protect.add(artefacts.meta(active).parent)
+    versions = [m for m in artefacts.versions() if m.version != active and artefacts.loadable(m.version)]
     removed = []
     for state, keep in (("rejected", KEEP_REJECTED), ("retired", KEEP_RETIRED), ("candidate", KEEP_REJECTED)):
-        old = sorted((m for m in rows if m.state == state), key=lambda m: (m.created, m.version))[:-keep or None]
+        old = sorted((m for m in versions if artefacts.status(m.version).state == state),
+                     key=lambda m: (m.created, m.version))[:-keep or None]
         for m in old:
-            path = artefacts.path(m.version)
-            if m.version in protect or not path.is_dir():
+            if m.version in protect:  # counted among the kept, never stripped
                 continue
-            shutil.rmtree(path)
+            artefacts.strip(m.version)
             removed.append(m.version)
     return removed

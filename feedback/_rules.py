@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections import Counter
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 HOLDOUT_SHARE = 5  # one confirmed example in five is held out for the gate, chosen by its content hash
 
@@ -29,15 +29,12 @@ class RateLimit:
     windows: tuple[tuple[float, int], ...] = ((60.0, 12), (3600.0, 120), (86400.0, 600))
 
     @classmethod
-    def off(cls) -> "RateLimit":
+    def off(cls) -> RateLimit:
         return cls(())
 
     def exceeded(self, recent_at: Sequence[float], now: float) -> bool:
         """True when one more action at `now` would go over a window, given the earlier action times."""
-        for window, limit in self.windows:
-            if sum(1 for t in recent_at if t > now - window) >= limit:
-                return True
-        return False
+        return any(sum(1 for t in recent_at if t > now - window) >= limit for window, limit in self.windows)
 
     @property
     def longest_window(self) -> float:

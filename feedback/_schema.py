@@ -11,7 +11,8 @@ than guessed at. Migrations only ever add: no stored feedback is dropped.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from servetriage.storage import Database, Transaction
 

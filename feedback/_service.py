@@ -7,7 +7,8 @@ moves what trains calls `on_change` (the retrainer's `notify`), handed in at con
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 from ._derive import Tally
 from ._incidents import NewIncident
@@ -34,7 +35,7 @@ def _nothing() -> None:
 
 
 class StoreFeedback:
-    def __init__(self, store: FeedbackStore, corpus: "Corpus", *, on_change: Callable[[], None] = _nothing) -> None:
+    def __init__(self, store: FeedbackStore, corpus: Corpus, *, on_change: Callable[[], None] = _nothing) -> None:
         self._store = store
         self._corpus = corpus
         self._on_change = on_change

@@ -9,9 +9,10 @@ is set), migrates it, and holds one small repository per concern, all over the s
     store.incidents  — incidents on-call wrote (the corpus overlay)
     store.trust      — the allow-list and its cached user-group members
     store.forget     — erasure of a vote, a user or a diagnosis
-    store.models     — the model versions the loop trained and their states
 
-Every write is one transaction committed durably before it returns.
+Every write is one transaction committed durably before it returns. The model versions and their
+states live in the model registry (`classifier.ArtefactStore`), not here; the `model_versions`
+table of schema 3 is kept for old databases and no longer read.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Collection
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Collection
 
 from servetriage.storage import Database, SqliteDatabase, connect
 
@@ -30,25 +32,25 @@ from ._derive import AllowlistCache, Derivation
 from ._errors import FeedbackError, NotFound
 from ._forget import Forgetting
 from ._incidents import Incidents
-from ._models import ModelLedger
 from ._replies import Replies
 from ._rules import Allowlist, RateLimit
 from ._schema import current_version, migrate
 from ._training import TrainingSet
 from ._trust import TrustedVoters
-from ._votes import Labels, Votes
+from ._votes import DEFAULT_RATE_LIMIT, Labels, Votes
 
 if TYPE_CHECKING:
     from servetriage._settings import Settings
 
-TABLES = ("diagnoses", "votes", "vote_events", "corrections", "incidents", "examples", "model_versions", "quarantine")
+OPEN_ALLOWLIST = Allowlist()  # everyone's votes train
+TABLES = ("diagnoses", "votes", "vote_events", "corrections", "incidents", "examples", "quarantine")
 
 
 class FeedbackStore:
     """The repositories of the feedback loop over one database (see the module docstring)."""
 
-    def __init__(self, db: Database | Path | str, *, allowlist: Allowlist = Allowlist(),
-                 rate_limit: RateLimit = RateLimit(), categories: Collection[str] | None = None,
+    def __init__(self, db: Database | Path | str, *, allowlist: Allowlist = OPEN_ALLOWLIST,
+                 rate_limit: RateLimit = DEFAULT_RATE_LIMIT, categories: Collection[str] | None = None,
                  incidents: Collection[str] | None = None, model_version: Callable[[], str | None] | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.db = db if isinstance(db, Database) else connect(db)
@@ -62,11 +64,10 @@ class FeedbackStore:
         self.training = TrainingSet(self.db, clock)
         self.trust = TrustedVoters(self.db, cache, derivation, clock)
         self.forget = Forgetting(self.db, derivation)
-        self.models = ModelLedger(self.db, clock)
         self.trust.load()
 
     @classmethod
-    def open(cls, settings: "Settings", **kw: Any) -> "FeedbackStore":
+    def open(cls, settings: Settings, **kw: Any) -> FeedbackStore:
         return cls(connect(settings), allowlist=Allowlist(tuple(settings.trainer_allowlist)), **kw)
 
     @property
@@ -86,7 +87,7 @@ class FeedbackStore:
     def close(self) -> None:
         self.db.close()
 
-    def __enter__(self) -> "FeedbackStore":
+    def __enter__(self) -> FeedbackStore:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Callable, Collection
+from typing import Any
+from collections.abc import Callable, Collection
 
 from servetriage.storage import Database
 

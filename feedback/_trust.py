@@ -3,7 +3,7 @@ re-derivation of every example when who is trusted changed."""
 
 from __future__ import annotations
 
-from typing import Callable, Collection
+from collections.abc import Callable, Collection
 
 from servetriage.storage import Database
 

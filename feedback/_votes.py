@@ -11,7 +11,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from typing import Any, Callable, Collection, Iterator
+from typing import Any
+from collections.abc import Callable, Collection, Iterator
 
 from servetriage.storage import Database, Transaction
 
@@ -44,7 +45,7 @@ class Labels:
     incidents: frozenset[str] | None = None
 
     @classmethod
-    def of(cls, categories: Collection[str] | None, incidents: Collection[str] | None) -> "Labels":
+    def of(cls, categories: Collection[str] | None, incidents: Collection[str] | None) -> Labels:
         return cls(frozenset(categories) if categories is not None else None,
                    frozenset(incidents) if incidents is not None else None)
 
@@ -55,9 +56,13 @@ class Labels:
             raise FeedbackError(f"unknown category {category!r}")
 
 
+NO_LABELS = Labels()
+DEFAULT_RATE_LIMIT = RateLimit()
+
+
 class Votes:
     def __init__(self, db: Database, derivation: Derivation, trust: AllowlistCache, incidents: Incidents, *,
-                 labels: Labels = Labels(), rate_limit: RateLimit = RateLimit(),
+                 labels: Labels = NO_LABELS, rate_limit: RateLimit = DEFAULT_RATE_LIMIT,
                  clock: Callable[[], float] = time.time) -> None:
         self._db = db
         self._derivation = derivation
@@ -99,9 +104,9 @@ class Votes:
         with self._db.transaction() as tx:
             self._require_diagnosis(tx, diagnosis_id)
             known = self.labels.incidents
-            if incident and known is not None and incident not in known:
-                if tx.one("SELECT 1 FROM incidents WHERE id = ?", [incident]) is None:
-                    raise FeedbackError(f"unknown incident {incident!r}")
+            if incident and known is not None and incident not in known \
+                    and tx.one("SELECT 1 FROM incidents WHERE id = ?", [incident]) is None:
+                raise FeedbackError(f"unknown incident {incident!r}")
             self._put_correction(tx, diagnosis_id, user, category, incident, None)
             return self._cast(tx, diagnosis_id, user, DOWN, source)
 
@@ -157,8 +162,8 @@ class Votes:
             'ON c.diagnosis_id = v.diagnosis_id AND c."user" = v."user" ORDER BY v.id')
         allow = self._trust.current
         for r in rows:
-            ex = examples.get(r["diagnosis_id"])
-            backs = ex is not None and r["vote_id"] in ex.vote_ids
+            found = examples.get(r["diagnosis_id"])
+            ex = found if found is not None and r["vote_id"] in found.vote_ids else None  # the example it backs
             down = r["direction"] < 0
             out = {
                 "vote_id": r["vote_id"], "diagnosis_id": r["diagnosis_id"], "user": r["user"],
@@ -171,8 +176,8 @@ class Votes:
                 "corrected_incident": r["corrected_incident"] if down else None,
                 "new_incident": r["new_incident"] if down else None,
                 "trusted": allow.allows(r["user"]), "throttled": bool(r["throttled"]),
-                "example_id": ex.id if backs else None, "example_label": ex.category if backs else None,
-                "example_holdout": ex.holdout if backs else None, "excerpt_hash": r["excerpt_hash"],
+                "example_id": ex.id if ex else None, "example_label": ex.category if ex else None,
+                "example_holdout": ex.holdout if ex else None, "excerpt_hash": r["excerpt_hash"],
             }
             if with_excerpt:
                 out["excerpt"] = r["excerpt"]

@@ -41,7 +41,7 @@ class BotParts:
     def recorder(self) -> Replies:
         return self.store.replies
 
-    def start(self) -> "BotParts":
+    def start(self) -> BotParts:
         if self.handle.learning:
             self.retrainer.start()
         return self
@@ -51,7 +51,7 @@ class BotParts:
         self.store.close()
 
 
-def for_bot(settings: "Settings", *, corpus: "Corpus | None" = None, debounce_s: float = 5.0,
+def for_bot(settings: Settings, *, corpus: Corpus | None = None, debounce_s: float = 5.0,
             **store_kw: Any) -> BotParts:
     if corpus is None:
         from servetriage.corpus import load_corpus  # noqa: PLC0415

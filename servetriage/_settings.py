@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Mapping
 
 from ._errors import ConfigError
 
@@ -29,10 +29,18 @@ class Settings:
     max_input_bytes: int = 200 * MB
     #: SERVETRIAGE_DATA_DIR — where the database, trained models and the index live.
     data_dir: Path = dataclasses.field(default_factory=lambda: _default_data_dir(os.environ))
+    #: SERVETRIAGE_DATABASE_URL — `postgresql://…` to share votes, the dedupe ledger and the active
+    #: model between replicas; unset, one SQLite file in the data directory (embedded, the default).
+    database_url: str | None = None
     #: SERVETRIAGE_CORPUS_DIRS — extra directories of incident YAML files (os.pathsep separated).
     extra_corpus_dirs: tuple[Path, ...] = ()
-    #: SERVETRIAGE_MANUAL_URL — base URL of the incident manual; a section is appended as `#section-3.2`.
-    manual_base_url: str = "https://servetriage.dev/manual/"
+    #: SERVETRIAGE_PUBLIC_URL — the address people reach the bot at, e.g. its https URL behind a proxy;
+    #: unset, http://HOST:PORT (a wildcard host such as 0.0.0.0 reads as localhost). See `public_base_url`.
+    public_url: str | None = None
+    #: SERVETRIAGE_MANUAL_URL — base URL of the incident manual (what `servetriage manual build` writes);
+    #: unset, the bot's own `/manual/` under the public URL. See `manual_base_url`: replies link an
+    #: incident as `<base>/<category>.html#incident-<id>`.
+    manual_url: str | None = None
     #: SERVETRIAGE_MIN_CONFIDENCE — below this the answer is `unknown` with the nearest candidates;
     #: unset, the threshold fitted with the model on held-out corpus folds is used.
     min_confidence: float | None = None
@@ -78,19 +86,39 @@ class Settings:
         return self.data_dir / "cache"
 
     @property
+    def public_base_url(self) -> str:
+        """SERVETRIAGE_PUBLIC_URL without its trailing slash, else the HTTP mode's own address."""
+        if self.public_url:
+            return self.public_url.rstrip("/")
+        host = "localhost" if self.host in ("", "0.0.0.0", "::", "[::]") else self.host
+        if ":" in host and not host.startswith("["):
+            host = f"[{host}]"  # an IPv6 address
+        return f"http://{host}:{self.port}"
+
+    @property
+    def manual_base_url(self) -> str:
+        """Where the incident manual is served: SERVETRIAGE_MANUAL_URL, else `<public URL>/manual/`."""
+        return self.manual_url or f"{self.public_base_url}/manual/"
+
+    @property
     def slack_enabled(self) -> bool:
         return bool(self.slack_bot_token and (self.slack_app_token or self.slack_signing_secret))
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
-        kw: dict[str, object] = {"data_dir": Path(env["SERVETRIAGE_DATA_DIR"]) if env.get("SERVETRIAGE_DATA_DIR") else _default_data_dir(env)}
+        kw: dict[str, object] = {"data_dir": Path(env["SERVETRIAGE_DATA_DIR"]) if env.get("SERVETRIAGE_DATA_DIR")
+                                 else _default_data_dir(env)}
+        if env.get("SERVETRIAGE_DATABASE_URL"):
+            kw["database_url"] = env["SERVETRIAGE_DATABASE_URL"]
         if env.get("SERVETRIAGE_MAX_INPUT_MB"):
             kw["max_input_bytes"] = int(_number(env, "SERVETRIAGE_MAX_INPUT_MB", float) * MB)
         if env.get("SERVETRIAGE_CORPUS_DIRS"):
             kw["extra_corpus_dirs"] = tuple(Path(p) for p in env["SERVETRIAGE_CORPUS_DIRS"].split(os.pathsep) if p)
+        if env.get("SERVETRIAGE_PUBLIC_URL"):
+            kw["public_url"] = env["SERVETRIAGE_PUBLIC_URL"].strip()
         if env.get("SERVETRIAGE_MANUAL_URL"):
-            kw["manual_base_url"] = env["SERVETRIAGE_MANUAL_URL"]
+            kw["manual_url"] = env["SERVETRIAGE_MANUAL_URL"].strip()
         if env.get("SERVETRIAGE_MIN_CONFIDENCE"):
             kw["min_confidence"] = _number(env, "SERVETRIAGE_MIN_CONFIDENCE", float)
         if env.get("SERVETRIAGE_EMBEDDINGS"):
@@ -129,11 +157,18 @@ class Settings:
             raise ConfigError("SERVETRIAGE_MIN_CONFIDENCE must be between 0 and 1")
         if not 0 < self.port < 65536:
             raise ConfigError("SERVETRIAGE_PORT must be a TCP port (1-65535)")
+        if self.database_url is not None and not self.database_url.startswith(("postgresql://", "postgres://")):
+            raise ConfigError("SERVETRIAGE_DATABASE_URL must be a postgresql:// URL (unset it for SQLite)")
         if self.workers < 1 or self.threads < 1:
             raise ConfigError("SERVETRIAGE_WORKERS and SERVETRIAGE_THREADS must be at least 1")
+        for name, url, schemes in (("SERVETRIAGE_PUBLIC_URL", self.public_url, ("http", "https")),
+                                    ("SERVETRIAGE_MANUAL_URL", self.manual_url, ("http", "https", "file"))):
+            scheme, sep, rest = (url or "").partition("://")
+            if url is not None and (scheme not in schemes or not sep or not rest or any(ch.isspace() for ch in url)):
+                raise ConfigError(f"{name} must be an {' or '.join(s + '://' for s in schemes)} URL, got {url!r}")
 
 
-def _number(env: Mapping[str, str], name: str, kind: type) -> float:
+def _number(env: Mapping[str, str], name: str, kind: Callable[[str], float]) -> float:
     try:
         return kind(env[name])
     except ValueError:

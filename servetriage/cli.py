@@ -1,4 +1,4 @@
-"""The `servetriage` command: diagnose, eval, corpus, train, serve, run (and the feedback tools).
+"""The `servetriage` command: diagnose, eval, corpus, manual, train, serve, run (and the feedback tools).
 
 Each subcommand is a small function; errors this package raises become one line on stderr and exit 2.
 """
@@ -6,15 +6,20 @@ Each subcommand is a small function; errors this package raises become one line 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
+from collections.abc import Callable, Iterable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from ._errors import InputError, ServetriageError
 from ._settings import Settings
+
+if TYPE_CHECKING:
+    from .classifier import Engine, LogText
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -28,7 +33,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = Settings.from_env()
         if getattr(args, "rules_only", False):
-            import dataclasses
             settings = dataclasses.replace(settings, embeddings=False)
         return int(args.func(args, settings) or 0)
     except ServetriageError as exc:
@@ -82,6 +86,12 @@ def _parser() -> argparse.ArgumentParser:
     ce.add_argument("--output", "-o", default="-")
     ce.set_defaults(func=cmd_corpus_export)
 
+    m = sub.add_parser("manual", help="the incident manual as static HTML (what replies link)")
+    msub = m.add_subparsers(metavar="ACTION")
+    mb = msub.add_parser("build", help="render the corpus into DIR: index.html and a page per category")
+    mb.add_argument("directory", metavar="DIR", help="created if missing; pages already there are replaced")
+    mb.set_defaults(func=cmd_manual_build)
+
     t = sub.add_parser("train", help="train the classifier (and optionally fine-tune the embedder)")
     t.add_argument("--fine-tune", action="store_true")
     t.add_argument("--json", action="store_true")
@@ -100,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _extra_commands() -> list[Callable[[argparse._SubParsersAction], None]]:
+def _extra_commands() -> list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]:
     """Commands owned by other subpackages register themselves here (feedback, model, db)."""
     try:
         from servetriage.feedback import register_cli  # noqa: PLC0415
@@ -109,13 +119,13 @@ def _extra_commands() -> list[Callable[[argparse._SubParsersAction], None]]:
     return [register_cli]
 
 
-def _engine(settings: Settings):
-    from .classifier import Engine
+def _engine(settings: Settings) -> Engine:
+    from .classifier import Engine  # noqa: PLC0415
     return Engine(settings)
 
 
 def cmd_diagnose(args: argparse.Namespace, settings: Settings) -> int:
-    from .classifier import read_inputs, render_text
+    from .classifier import read_inputs, render_text  # noqa: PLC0415
 
     missing = [p for p in args.paths if p != "-" and not Path(p).exists()]
     if missing:
@@ -147,11 +157,11 @@ def cmd_diagnose(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_USAGE if failed else EXIT_OK
 
 
-def _diagnose_together(engine, inputs, args: argparse.Namespace, colour: bool) -> int:
+def _diagnose_together(engine: Engine, inputs: Iterable[LogText], args: argparse.Namespace, colour: bool) -> int:
     """`diagnose --together`: every input read (any unreadable one is a one-line error and nothing is
     diagnosed; a zip of rank logs counts its members), merged on one timeline, answered once, with the
     first failing file named."""
-    from .classifier import merge, placed, render_text, split_members
+    from .classifier import merge, placed, render_text, split_members  # noqa: PLC0415
 
     logs = [member for log in inputs for member in split_members(log)]  # an InputError stops here, before any answer
     if len(logs) < 2:
@@ -193,7 +203,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_corpus_check(args: argparse.Namespace, settings: Settings) -> int:
-    from .corpus import Problem, check_catalogue, check_corpus, corpus_stats, load_catalogue, load_corpus
+    from .corpus import Problem, check_catalogue, check_corpus, corpus_stats, load_catalogue, load_corpus  # noqa: PLC0415
 
     corpus = load_corpus(settings.extra_corpus_dirs)
     problems = check_corpus(corpus, adversarial=not args.fast)
@@ -204,12 +214,13 @@ def cmd_corpus_check(args: argparse.Namespace, settings: Settings) -> int:
     stats = corpus_stats(corpus)
     verdict = "FAILED" if problems else "ok"
     print(f"corpus {verdict}: {stats['incidents']} incidents, {stats['examples']} examples, "
-          f"{stats['signatures']} signatures, {len(catalogue)} catalogue templates, {len(problems)} problems", file=sys.stderr if problems else sys.stdout)
+          f"{stats['signatures']} signatures, {len(catalogue)} catalogue templates, {len(problems)} problems",
+          file=sys.stderr if problems else sys.stdout)
     return EXIT_FAIL if problems else EXIT_OK
 
 
 def cmd_corpus_stats(args: argparse.Namespace, settings: Settings) -> int:
-    from .corpus import corpus_stats, load_corpus
+    from .corpus import corpus_stats, load_corpus  # noqa: PLC0415
 
     stats = corpus_stats(load_corpus(settings.extra_corpus_dirs))
     if args.json:
@@ -224,7 +235,7 @@ def cmd_corpus_stats(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_corpus_mine(args: argparse.Namespace, settings: Settings) -> int:
-    from .corpus import add_to_catalogue, mine_tree
+    from .corpus import add_to_catalogue, mine_tree  # noqa: PLC0415
 
     root = Path(args.source_dir)
     if not root.is_dir():
@@ -244,13 +255,21 @@ def cmd_corpus_export(args: argparse.Namespace, settings: Settings) -> int:
     return export_incidents(args, settings)
 
 
+def cmd_manual_build(args: argparse.Namespace, settings: Settings) -> int:
+    from .corpus import build_manual, load_corpus  # noqa: PLC0415 (the CLI starts quick: nothing heavy at import)
+
+    manual = build_manual(load_corpus(settings.extra_corpus_dirs), Path(args.directory))
+    print(f"manual: {manual.summary}, written to {args.directory}")
+    return EXIT_OK
+
+
 def cmd_train(args: argparse.Namespace, settings: Settings) -> int:
     from .classifier import train_command  # noqa: PLC0415
-    return train_command(settings, fine_tune=args.fine_tune, as_json=args.json)
+    status: int = train_command(settings, fine_tune=args.fine_tune, as_json=args.json)  # a lazy name: Any to mypy
+    return status
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    import dataclasses
     if args.host or args.port:
         settings = dataclasses.replace(settings, host=args.host or settings.host, port=args.port or settings.port)
     from .bot import serve  # noqa: PLC0415
@@ -261,7 +280,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     # The feedback loop answers through the active model, records every reply, and retrains behind it.
     parts = for_bot(settings).start()
     try:
-        return serve(settings, diagnoser=parts.diagnoser, recorder=parts.recorder, extensions=parts.extensions)
+        return serve(settings, diagnoser=parts.diagnoser, recorder=parts.recorder, feedback=parts.feedback)
     finally:
         parts.close()
 

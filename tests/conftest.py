@@ -94,3 +94,14 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "fb.sqlite")
     return request.getfixturevalue("postgres").new_database()
+
+
+# Fixtures that train a model (the session's first use trains it; every user depends on it).
+TRAINING_FIXTURES = frozenset({"trained", "fb_settings"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that uses a trained model is `slow` wherever it lives (`make test-fast` skips it)."""
+    for item in items:
+        if TRAINING_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

@@ -21,13 +21,13 @@ class PostgresServer:
         runtime = root / "run"
         runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.environ.setdefault("XDG_RUNTIME_DIR", str(runtime))  # pgserver asks for one; a CI shell may have none
-        import pgserver  # noqa: PLC0415 (a test dependency; only the PostgreSQL tests need it)
+        import pgserver  # a test dependency; only the PostgreSQL tests need it
 
         self._server: Any = pgserver.get_server(str(root / "data"), cleanup_mode="stop")
 
     def new_database(self) -> str:
         """A fresh, empty database; returns its `postgresql://` URL (over the server's Unix socket)."""
-        import psycopg  # noqa: PLC0415
+        import psycopg
 
         name = "t_" + uuid.uuid4().hex[:12]
         with psycopg.connect(self._server.get_uri(), autocommit=True) as conn:

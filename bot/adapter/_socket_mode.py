@@ -16,7 +16,7 @@ from starlette.applications import Starlette
 from servetriage._errors import ConfigError
 
 from ..app import BotApp
-from ._http import HttpServer, health_routes
+from ._http import HttpServer, built_manual, health_routes, manual_routes
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +30,11 @@ class SocketModeAdapter:
         self.handler = SocketModeHandler(bot.app, app_token=token, concurrency=max(4, bot.settings.workers))
 
     def probes(self) -> HttpServer | None:
-        """Start /healthz and /readyz on host:port; a busy port is logged, not fatal."""
+        """Start /healthz, /readyz and the manual (/manual/) on host:port; a busy port is logged, not fatal."""
+        routes = [*health_routes(self.bot.readiness),
+                  *manual_routes(built_manual(tuple(self.bot.settings.extra_corpus_dirs)))]
         try:
-            return HttpServer(Starlette(routes=health_routes(self.bot.readiness)),
+            return HttpServer(Starlette(routes=routes),
                               self.bot.settings.host, self.bot.settings.port).start()
         except ConfigError as exc:
             log.warning("health probes not served: %s", exc)
@@ -43,7 +45,7 @@ class SocketModeAdapter:
         probes = self.probes()
         try:
             try:
-                self.handler.connect()
+                self.handler.connect()  # type: ignore[no-untyped-call]  # slack_bolt leaves it unannotated
             except SlackApiError as exc:
                 raise ConfigError(f"Socket Mode could not connect: Slack said {exc.response.get('error')!r}; "
                                   "check SLACK_APP_TOKEN (an xapp- token with connections:write)") from None
@@ -52,4 +54,4 @@ class SocketModeAdapter:
         finally:
             if probes is not None:
                 probes.stop()
-            self.handler.close()
+            self.handler.close()  # type: ignore[no-untyped-call]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Optional
 
 from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.authorization.authorize import Authorize
@@ -36,9 +35,9 @@ class BotTokenAuthorize(Authorize):
         self._priming = False
         self._last_failure = float("-inf")
 
-    def __call__(self, *, context: BoltContext, enterprise_id: Optional[str], team_id: Optional[str],
-                 user_id: Optional[str], actor_enterprise_id: Optional[str] = None,
-                 actor_team_id: Optional[str] = None, actor_user_id: Optional[str] = None) -> Optional[AuthorizeResult]:
+    def __call__(self, *, context: BoltContext, enterprise_id: str | None, team_id: str | None,
+                 user_id: str | None, actor_enterprise_id: str | None = None,
+                 actor_team_id: str | None = None, actor_user_id: str | None = None) -> AuthorizeResult | None:
         if self._cached is not None:
             return self._cached
         self.prime_in_background()

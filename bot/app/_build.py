@@ -1,6 +1,6 @@
 """Building the Bolt `App` and everything it needs, without one call to Slack.
 
-The returned `BotApp` owns what has a lifetime (the pools, the SQLite ledger, the warm-up thread)
+The returned `BotApp` owns what has a lifetime (the pools, the event ledger, the warm-up thread)
 so that `close()` ends them in order: no new listener work, then the queued diagnoses, then the
 ledger.
 """
@@ -10,16 +10,18 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import sqlite3
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from slack_bolt import App
 from slack_bolt.logger import get_bolt_logger, messages
 
 from servetriage._errors import ConfigError
 from servetriage._settings import Settings
+from servetriage.storage import StorageError
 
-from .._protocols import Diagnoser, FeedbackService, ReplyRecorder
+from .._protocols import Diagnoser, FeedbackService, ReplyHistory, ReplyRecorder
 from ..listener import FeedbackListener, register_fallbacks, register_listeners
 from ..middleware import DedupeEvents
 from ..store import EventLedger, InMemoryRecorder
@@ -55,10 +57,8 @@ class BotApp:
         """Let queued work finish, then release the ledger; safe to call twice."""
         self.listener_executor.shutdown(wait=True)
         self.triage.pool.close(wait=True)
-        try:
+        with contextlib.suppress(StorageError, sqlite3.ProgrammingError):  # already closed
             self.ledger.close()
-        except Exception:  # already closed
-            pass
 
 
 @contextlib.contextmanager
@@ -92,18 +92,19 @@ def build_app(settings: Settings, diagnoser: Diagnoser, recorder: ReplyRecorder 
         app = App(
             name="servetriage",
             client=web_client(settings, with_token=False),
-            authorize=authorize,
+            authorize=authorize,  # type: ignore[arg-type]  # an `Authorize` is what Bolt calls; it is annotated Callable
             signing_secret=settings.slack_signing_secret or "",
             request_verification_enabled=bool(settings.slack_signing_secret),
             process_before_response=False,
             listener_executor=listener_executor,
         )
-    ledger = EventLedger.in_dir(settings.data_dir)
+    ledger = EventLedger.for_settings(settings)
     triage = Triage(
         diagnoser=diagnoser, recorder=recorder, client=client, ledger=ledger,
         pool=WorkPool(settings.workers), limiter=ChannelRateLimiter(settings.channel_rate_per_minute),
         reader=FileReader(client, settings.slack_bot_token, settings.max_input_bytes),
         bot_user_id=lambda: authorize.bot_user_id,
+        history=recorder if isinstance(recorder, ReplyHistory) else None,
     )
     app.use(DedupeEvents(ledger))
     register_listeners(app, triage, settings)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
@@ -37,12 +37,12 @@ class BoundedRateLimitRetryHandler(RateLimitErrorRetryHandler):
         self.max_wait_s = max_wait_s
         self._sleep = sleep
 
-    def _can_retry(self, *, state: RetryState, request: HttpRequest, response: Optional[HttpResponse] = None,
-                   error: Optional[Exception] = None) -> bool:
+    def _can_retry(self, *, state: RetryState, request: HttpRequest, response: HttpResponse | None = None,
+                   error: Exception | None = None) -> bool:
         return response is not None and response.status_code == 429 and retry_after(response) <= self.max_wait_s
 
     def prepare_for_next_attempt(self, *, state: RetryState, request: HttpRequest,
-                                 response: Optional[HttpResponse] = None, error: Optional[Exception] = None) -> None:
+                                 response: HttpResponse | None = None, error: Exception | None = None) -> None:
         wait = retry_after(response) if response is not None else 1.0
         logging.getLogger(__name__).info("Slack rate-limited %s; retrying in %.1f s", request.url, wait)
         state.next_attempt_requested = True

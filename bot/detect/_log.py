@@ -15,7 +15,8 @@ _STRONG = re.compile(
     r"Traceback \(most recent call last\)"
     r"|\b[A-Za-z_][\w.]*(?:Error|Exception|Interrupt)\b:"
     r"|\bCUDA error\b|\bout of memory\b|\bOOM\b|\bNCCL (?:WARN|ERROR|error)\b"
-    r"|\b(?:ERROR|FATAL|CRITICAL|PANIC)\b|\bF\d{4} "
+    r"|\b(?:ERROR|FATAL|CRITICAL|PANIC)\b|\bF\d{4} |(?:^|\[)E\d{4} \d{2}:\d{2}:\d{2}"  # glog's F and E lines
+    r"|Watchdog caught collective operation timeout"
     r"|Segmentation fault|core dumped|\bSIG(?:SEGV|ABRT|KILL|BUS)\b|\bKilled\b"
     r"|terminate called after throwing|Assertion .* failed|\bAssertionError\b"
     r"|exit(?:ed)? (?:with )?(?:exit )?(?:code|status) -?[1-9]"

@@ -7,7 +7,8 @@ The slash command must be acknowledged within 3 s and `views.open` needs the tri
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
@@ -56,5 +57,5 @@ class CommandListener:
             try:
                 respond(response_type="ephemeral", text=f"⚠️ I could not open the form ({error}). "
                                                         f"Use `{self.command} <log>` instead.")
-            except Exception as inner:  # the response_url may be unreachable too: logged, never raised
+            except Exception as inner:  # noqa: BLE001 — the response_url may be unreachable too: logged, never raised
                 log.warning("could not report the views.open failure: %s", inner)

@@ -16,7 +16,8 @@ import json
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
@@ -64,7 +65,7 @@ class _ReplyLocks:
 
 
 class FeedbackListener:
-    def __init__(self, service: "FeedbackService", *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, service: FeedbackService, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.service = service
         self._clock = clock
         self._reply_lock = _ReplyLocks()
@@ -103,13 +104,13 @@ class FeedbackListener:
                 log.warning("keeping the layout of %s failed: %s", diagnosis_id, exc)
         self._after_vote(client, result, channel, ts, layout, message.get("text"))
 
-    def on_reaction_added(self, event: dict[str, Any], client: WebClient, context: "BoltContext") -> None:
+    def on_reaction_added(self, event: dict[str, Any], client: WebClient, context: BoltContext) -> None:
         self._on_reaction(event, client, context, added=True)
 
-    def on_reaction_removed(self, event: dict[str, Any], client: WebClient, context: "BoltContext") -> None:
+    def on_reaction_removed(self, event: dict[str, Any], client: WebClient, context: BoltContext) -> None:
         self._on_reaction(event, client, context, added=False)
 
-    def _on_reaction(self, event: dict[str, Any], client: WebClient, context: "BoltContext", *, added: bool) -> None:
+    def _on_reaction(self, event: dict[str, Any], client: WebClient, context: BoltContext, *, added: bool) -> None:
         item = event.get("item") or {}
         direction = reaction_direction(str(event.get("reaction") or ""))
         user = str(event.get("user") or "")
@@ -188,7 +189,7 @@ class FeedbackListener:
             raise ServetriageError(f"unknown incident {ident!r}")
         return found.category, ident
 
-    def _after_vote(self, client: WebClient, result: "VoteOutcome", channel: str | None, ts: str | None,
+    def _after_vote(self, client: WebClient, result: VoteOutcome, channel: str | None, ts: str | None,
                     layout: list[Block] | None, text: str | None) -> None:
         if channel and ts:
             self._update_reply(client, result.diagnosis_id, channel, ts, layout, text)
@@ -243,7 +244,7 @@ class FeedbackListener:
                 log.warning("usergroups.users.list %s failed: %s", group, exc)
 
 
-def _render_again(answer: "Answer") -> tuple[str, list[Block]] | None:
+def _render_again(answer: Answer) -> tuple[str, list[Block]] | None:
     """The stored answer rendered again (a reaction carries no blocks)."""
     from servetriage.classifier import Diagnosis  # noqa: PLC0415 (the engine's public result type)
 

@@ -21,7 +21,8 @@ class ViewListener:
     def on_submit(self, ack: Ack, body: dict[str, Any], view: dict[str, Any]) -> None:
         values = (view.get("state") or {}).get("values") or {}
         text = ((values.get(LOG_BLOCK) or {}).get(LOG_ACTION) or {}).get("value") or ""
-        files = tuple(SlackFile.from_payload(f) for f in ((values.get(FILE_BLOCK) or {}).get(FILE_ACTION) or {}).get("files") or ())
+        attached = ((values.get(FILE_BLOCK) or {}).get(FILE_ACTION) or {}).get("files") or ()
+        files = tuple(SlackFile.from_payload(f) for f in attached)
         if not text.strip() and not files:
             ack(response_action="errors", errors={LOG_BLOCK: "Paste a log here, or attach a file below."})
             return

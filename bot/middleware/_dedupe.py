@@ -9,7 +9,7 @@ dropped. A retry whose first delivery never reached us still runs: its id was ne
 from __future__ import annotations
 
 import logging
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from slack_bolt.middleware import Middleware
 from slack_bolt.request import BoltRequest
@@ -27,7 +27,7 @@ class DedupeEvents(Middleware):
         self._ledger = ledger
 
     def process(self, *, req: BoltRequest, resp: BoltResponse,
-                next: Callable[[], BoltResponse]) -> Optional[BoltResponse]:
+                next: Callable[[], BoltResponse]) -> BoltResponse | None:
         body = req.body if isinstance(req.body, dict) else {}
         event_id = body.get("event_id") if body.get("type") == "event_callback" else None
         if event_id and not self._ledger.claim(f"event:{event_id}"):

@@ -7,7 +7,8 @@ from ._limits import MAX_BLOCKS, SECTION_TEXT, clip, code, escape
 from ._modal import FILE_ACTION, FILE_BLOCK, LOG_ACTION, LOG_BLOCK, MODAL_CALLBACK, diagnose_modal
 
 __all__ = [
-    "CORRECT_ACTION", "FEEDBACK_BLOCK", "FEEDBACK_DOWN", "FEEDBACK_UP", "FILE_ACTION", "FILE_BLOCK", "LOG_ACTION", "LOG_BLOCK",
-    "MAX_BLOCKS", "MODAL_CALLBACK", "NEW_INCIDENT_ACTION", "NEW_INCIDENT_VIEW", "Reply", "SECTION_TEXT", "clip", "code", "diagnose_modal", "escape",
-    "TALLY_BLOCK", "fallback_text", "feedback_actions", "notices", "render_diagnosis", "tally_text", "with_tally",
+    "CORRECT_ACTION", "FEEDBACK_BLOCK", "FEEDBACK_DOWN", "FEEDBACK_UP", "FILE_ACTION", "FILE_BLOCK", "LOG_ACTION",
+    "LOG_BLOCK", "MAX_BLOCKS", "MODAL_CALLBACK", "NEW_INCIDENT_ACTION", "NEW_INCIDENT_VIEW", "Reply", "SECTION_TEXT",
+    "TALLY_BLOCK", "clip", "code", "diagnose_modal", "escape", "fallback_text", "feedback_actions", "notices",
+    "render_diagnosis", "tally_text", "with_tally",
 ]

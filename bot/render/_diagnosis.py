@@ -8,6 +8,7 @@ where the manual says more; then the proof (evidence, what came first); then the
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import TYPE_CHECKING, Any
 
 from servetriage.classifier import on_call_lines, paste_notes
@@ -15,7 +16,7 @@ from servetriage.classifier import on_call_lines, paste_notes
 from ._limits import FALLBACK_TEXT, HEADER_TEXT, MAX_BLOCKS, SECTION_TEXT, clip, code, escape
 
 if TYPE_CHECKING:
-    from servetriage.classifier import Diagnosis
+    from servetriage.classifier import Diagnosis, SeenBefore
 
 FEEDBACK_UP = "feedback_up"
 FEEDBACK_DOWN = "feedback_down"
@@ -40,7 +41,7 @@ class Reply:
         return out
 
 
-def render_diagnosis(d: "Diagnosis", diagnosis_id: str, label: str | None = None) -> Reply:
+def render_diagnosis(d: Diagnosis, diagnosis_id: str, label: str | None = None) -> Reply:
     """The full answer; `label` names the input (a file name) when it is not the message itself."""
     blocks: list[Block] = _unknown_head(d) if d.is_unknown else _known_head(d)
     if not d.is_unknown:
@@ -69,7 +70,7 @@ def feedback_actions(diagnosis_id: str) -> Block:
     ]}
 
 
-def fallback_text(d: "Diagnosis", label: str | None = None) -> str:
+def fallback_text(d: Diagnosis, label: str | None = None) -> str:
     where = f" in {label}" if label else ""
     if d.is_unknown:
         near = ", ".join(c.category for c in d.top[:MAX_ALTERNATIVES])
@@ -83,7 +84,7 @@ def fallback_text(d: "Diagnosis", label: str | None = None) -> str:
 
 
 # -- pieces ------------------------------------------------------------------------------------
-def _known_head(d: "Diagnosis") -> list[Block]:
+def _known_head(d: Diagnosis) -> list[Block]:
     title = d.category_title or d.category
     blocks: list[Block] = [{"type": "header", "text": {"type": "plain_text", "emoji": True,
                                                        "text": clip(f"🚨 {title}", HEADER_TEXT)}}]
@@ -101,7 +102,7 @@ def _known_head(d: "Diagnosis") -> list[Block]:
     return blocks
 
 
-def _unknown_head(d: "Diagnosis") -> list[Block]:
+def _unknown_head(d: Diagnosis) -> list[Block]:
     blocks: list[Block] = [_section(
         f"❔ *Not recognised.* I could not match this log to a known serving failure "
         f"(confidence {d.confidence:.2f}). Nothing below is a diagnosis.")]
@@ -113,7 +114,7 @@ def _unknown_head(d: "Diagnosis") -> list[Block]:
     return blocks
 
 
-def _ordering(d: "Diagnosis") -> str:
+def _ordering(d: Diagnosis) -> str:
     if d.initiating is None:
         return ""
     where = ", ".join(x for x in (f"rank {d.initiating.rank}" if d.initiating.rank else None, d.initiating.timestamp) if x)
@@ -133,7 +134,7 @@ def _ordering(d: "Diagnosis") -> str:
     return clip("\n".join(out), SECTION_TEXT)
 
 
-def _evidence(d: "Diagnosis") -> str:
+def _evidence(d: Diagnosis) -> str:
     """The redacted evidence lines in one code block, cut at a line boundary to fit the section."""
     if not d.evidence:
         return ""
@@ -142,7 +143,7 @@ def _evidence(d: "Diagnosis") -> str:
     budget = SECTION_TEXT - len(head) - 2 * len(fence) - 40
     rows: list[str] = []
     used = 0
-    for i, e in enumerate(d.evidence):
+    for e in d.evidence:
         row = f"{e.line:>{width}} | " + escape(e.text.rstrip().replace(fence, "ˋˋˋ"))
         if used + len(row) + 1 > budget:
             if not rows:
@@ -154,12 +155,14 @@ def _evidence(d: "Diagnosis") -> str:
     return head + fence + "\n".join(rows) + fence
 
 
-def _context(d: "Diagnosis", label: str | None) -> list[str]:
+def _context(d: Diagnosis, label: str | None) -> list[str]:
     out: list[str] = [escape(note) for note in paste_notes(d)]
     if not d.is_unknown:
         alts = [c for c in d.top if c.category != d.category][:MAX_ALTERNATIVES]
         if alts:
             out.append("*Might also be:* " + ", ".join(f"{code(c.category)} {c.score:.2f}" for c in alts))
+    if d.seen_before:
+        out.append("*Seen before here:* " + ", ".join(_seen(s) for s in d.seen_before))
     facts = []
     if d.engine:
         versions = " ".join(f"{k} {v}" for k, v in d.versions.items())
@@ -172,6 +175,15 @@ def _context(d: "Diagnosis", label: str | None) -> list[str]:
     if facts:
         out.append(" · ".join(facts))
     return out
+
+
+def _seen(s: SeenBefore) -> str:
+    """`<link|12 Nov>` and what came of it: the votes, or the correction on-call made there."""
+    day = time.strftime("%d %b", time.gmtime(s.when)).lstrip("0")
+    head = f"<{_url(s.link)}|{day}>" if s.link else day
+    if s.corrected_to:
+        return f"{head} (answered {code(s.category)}, corrected to {code(s.corrected_to)} by on-call)"
+    return f"{head} (👍 {s.up} · 👎 {s.down})"
 
 
 def _section(text: str) -> Block:

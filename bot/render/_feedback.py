@@ -7,7 +7,8 @@ reuses their ids, so the listener that handles a click is keyed on what the repl
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
 
 from ._diagnosis import FEEDBACK_BLOCK, Block
 from ._limits import MAX_BLOCKS, escape
@@ -29,7 +30,7 @@ MODAL_FIELDS = (("title", "Title", False, 150), ("cause", "Cause", True, 1000),
 REQUIRED_FIELDS = ("category", "title", "cause", "first_action")
 
 
-def tally_text(t: "Tally") -> str:
+def tally_text(t: Tally) -> str:
     parts = [f"👍 {t.up}", f"👎 {t.down}"]
     if t.label is not None and t.label.kind == "corrected":
         parts.append(f"on-call says: `{t.label.category}`")
@@ -40,7 +41,7 @@ def tally_text(t: "Tally") -> str:
     return " · ".join(parts)
 
 
-def with_tally(blocks: Sequence[Block], t: "Tally") -> list[Block]:
+def with_tally(blocks: Sequence[Block], t: Tally) -> list[Block]:
     """The reply's blocks with the tally as a context block just above the 👍/👎 buttons."""
     out = [b for b in blocks if b.get("block_id") != TALLY_BLOCK]
     tally = {"type": "context", "block_id": TALLY_BLOCK, "elements": [{"type": "mrkdwn", "text": tally_text(t)}]}
@@ -57,7 +58,7 @@ def without_tally(blocks: Sequence[Block]) -> list[Block]:
     return [b for b in blocks if b.get("block_id") != TALLY_BLOCK]
 
 
-def vote_ack(result: "VoteOutcome") -> str:
+def vote_ack(result: VoteOutcome) -> str:
     mark = "👍" if result.direction > 0 else "👎"
     text = f"Thanks — your {mark} is recorded." if result.changed else f"You had already voted {mark}."
     if not result.trusted:
@@ -67,7 +68,7 @@ def vote_ack(result: "VoteOutcome") -> str:
     return text
 
 
-def correction_prompt(answer: "Answer", result: "VoteOutcome", choices: Sequence["Choice"]) -> list[Block]:
+def correction_prompt(answer: Answer, result: VoteOutcome, choices: Sequence[Choice]) -> list[Block]:
     """After a 👎: pick the right category or incident, or describe a new incident."""
     text = vote_ack(result) + " *What was it?* Pick it below, or describe a new incident."
     return [
@@ -82,11 +83,11 @@ def correction_prompt(answer: "Answer", result: "VoteOutcome", choices: Sequence
     ]
 
 
-def choice_value(choice: "Choice") -> str:
+def choice_value(choice: Choice) -> str:
     return f"i:{choice.incident}" if choice.incident else f"c:{choice.category}"
 
 
-def parse_choice(value: str) -> tuple[str, str | None] | None:
+def parse_choice(value: str) -> tuple[str, str] | None:
     """(kind, id) of a picked option: ("c", category) or ("i", incident); None when nothing was picked."""
     kind, _, ident = value.partition(":")
     if kind in ("c", "i") and ident:
@@ -94,7 +95,7 @@ def parse_choice(value: str) -> tuple[str, str | None] | None:
     return None
 
 
-def option_groups(answer: "Answer", choices: Sequence["Choice"]) -> list[Block]:
+def option_groups(answer: Answer, choices: Sequence[Choice]) -> list[Block]:
     titles = {c.category: c.title for c in choices if c.incident is None}
     incidents = {c.incident: c for c in choices if c.incident}
     likely, seen = [], set()
@@ -103,7 +104,7 @@ def option_groups(answer: "Answer", choices: Sequence["Choice"]) -> list[Block]:
         if not cat or cat == answer.category or cat in seen:
             continue
         seen.add(cat)
-        inc = incidents.get(alt.get("incident"))
+        inc = incidents.get(str(alt.get("incident") or ""))
         likely.append(_option(f"{cat}: {inc.title}", f"i:{inc.incident}") if inc else
                       _option(_category_text(titles, cat), f"c:{cat}"))
     groups = []
@@ -123,7 +124,7 @@ def option_groups(answer: "Answer", choices: Sequence["Choice"]) -> list[Block]:
     return groups
 
 
-def incident_modal(answer: "Answer", choices: Sequence["Choice"]) -> Block:
+def incident_modal(answer: Answer, choices: Sequence[Choice]) -> Block:
     cats = [_option(f"{c.category}: {c.title}", c.category) for c in choices if c.incident is None][:OPTIONS_PER_GROUP]
     guess = next((a.get("category") for a in answer.alternatives if a.get("category") not in (None, answer.category)),
                  None)

@@ -48,6 +48,10 @@ def failed() -> Reply:
     return notice("⚠️ Something went wrong while diagnosing this log; it has been logged. Please try again.")
 
 
+def read_together() -> Reply:
+    return notice("📚 Read together with the other files of this message: the answer is below.")
+
+
 def reading(name: str, size: int | None) -> Reply:
     return notice(f"⏳ Reading {code(name)}{f' ({_mb(size)})' if size else ''}…")
 

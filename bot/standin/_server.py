@@ -17,7 +17,8 @@ import time
 import urllib.parse
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 DEFAULT_TOKEN = "xoxb-stand-in"
 CHUNK = 1 << 20
@@ -69,6 +70,7 @@ class SlackStandIn:
         self.files: dict[str, dict[str, Any]] = {}
         self.contents: dict[str, bytes] = {}
         self.threads: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self.left_channels: set[str] = set()   # channels the bot is no longer in (no permalinks there)
         self._failures: dict[str, list[_Failure]] = {}
         self._lock = threading.Condition()
         self._ts = itertools.count(1)
@@ -80,13 +82,13 @@ class SlackStandIn:
     @property
     def base_url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}" if isinstance(host, str) else f"http://{host.decode()}:{port}"
 
     @property
     def api_url(self) -> str:
         return self.base_url + "/api/"
 
-    def start(self) -> "SlackStandIn":
+    def start(self) -> SlackStandIn:
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="slack-stand-in", daemon=True)
         self._thread.start()
@@ -96,7 +98,7 @@ class SlackStandIn:
         self._server.shutdown()
         self._server.server_close()
 
-    def __enter__(self) -> "SlackStandIn":
+    def __enter__(self) -> SlackStandIn:
         return self.start()
 
     def __exit__(self, *_: object) -> None:
@@ -189,6 +191,12 @@ class SlackStandIn:
             ts = args.get("ts") if method == "chat.update" else self._next_ts()
             return {"ok": True, "channel": args.get("channel"), "ts": ts,
                     "message": {"text": args.get("text"), "ts": ts, "bot_id": self.bot_id}}
+        if method == "chat.getPermalink":
+            channel, ts = str(args.get("channel")), str(args.get("message_ts"))
+            if channel in self.left_channels:
+                return {"ok": False, "error": "channel_not_found"}
+            return {"ok": True, "channel": channel,
+                    "permalink": f"https://stand-in.slack.com/archives/{channel}/p{ts.replace('.', '')}"}
         if method == "chat.postEphemeral":
             return {"ok": True, "message_ts": self._next_ts()}
         if method == "views.open":
@@ -295,7 +303,8 @@ def _parse(raw: bytes, ctype: str, query: str) -> dict[str, Any]:
 def _json_arg(value: Any) -> dict[str, Any]:
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            parsed: dict[str, Any] = json.loads(value)
+            return parsed
         except ValueError:
             return {}
     return dict(value or {})

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 @dataclasses.dataclass
 class RecordedReply:
-    diagnosis: "Diagnosis"
+    diagnosis: Diagnosis
     excerpt: str
     team: str | None
     channel: str
@@ -36,7 +36,7 @@ class InMemoryRecorder:
         self._items: OrderedDict[str, RecordedReply] = OrderedDict()
         self._lock = threading.Lock()
 
-    def record(self, diagnosis: "Diagnosis", excerpt: str, *, team: str | None, channel: str, thread_ts: str,
+    def record(self, diagnosis: Diagnosis, excerpt: str, *, team: str | None, channel: str, thread_ts: str,
                user: str | None, source: str) -> str:
         diagnosis_id = uuid.uuid4().hex
         with self._lock:

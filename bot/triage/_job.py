@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import PurePosixPath
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 SOURCES = ("message", "file", "mention", "command", "modal", "shortcut")
 
@@ -43,7 +44,7 @@ class SlackFile:
     partial: bool = False
 
     @classmethod
-    def from_payload(cls, f: Mapping[str, Any]) -> "SlackFile":
+    def from_payload(cls, f: Mapping[str, Any]) -> SlackFile:
         url = f.get("url_private_download") or f.get("url_private")
         size = f.get("size")
         return cls(

@@ -7,14 +7,16 @@ under its message first, so two events about one message still answer once.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
-from .._protocols import Diagnoser, ReplyRecorder
+from .._protocols import Diagnoser, ReplyHistory, ReplyRecorder
 from ..detect import looks_like_log, mentions, strip_mention, unformat
 from ..render import Reply, notices, render_diagnosis
 from ..store import EventLedger
@@ -34,6 +36,7 @@ MAX_FILES = 5                    # per message; Slack allows 10, a reply each wo
 PLACEHOLDER_BYTES = 2 * 1024 * 1024  # files this big first get a "reading…" line, updated in place
 EXCERPT_CHARS = 20_000
 THREAD_SCAN = 50
+SEEN_BEFORE = 3                  # earlier answers linked from a reply
 
 
 class Triage:
@@ -41,9 +44,10 @@ class Triage:
 
     def __init__(self, *, diagnoser: Diagnoser, recorder: ReplyRecorder, client: WebClient, ledger: EventLedger,
                  pool: WorkPool, limiter: ChannelRateLimiter, reader: FileReader,
-                 bot_user_id: Callable[[], str | None]) -> None:
+                 bot_user_id: Callable[[], str | None], history: ReplyHistory | None = None) -> None:
         self.diagnoser = diagnoser
         self.recorder = recorder
+        self.history = history
         self.ledger = ledger
         self.pool = pool
         self.limiter = limiter
@@ -99,44 +103,109 @@ class Triage:
                 return
             where = "in this thread's first message"
         answered = 0
+        read: list[tuple[LogText, str | None]] = []  # (log, its "reading…" placeholder)
         for f in files[:MAX_FILES]:
             if job.message_ts and not self.ledger.claim(f"file:{f.id}:{job.target.channel}:{job.message_ts}"):
                 continue
-            answered += self._file(job, f)
-        if text and text.strip() and (not files or looks_like_log(text)):
-            if not job.message_ts or self.ledger.claim(f"text:{job.target.channel}:{job.message_ts}"):
-                from servetriage.classifier import from_text
-                if self._slot(job):
-                    self._answer(job, from_text(text, "message"), label=None)
-                answered += 1
+            said, got = self._file(job, f)
+            answered += said
+            if got is not None:
+                read.append(got)
+        if read:
+            answered += 1
+            self._answer_files(job, read)
+        pasted = text is not None and bool(text.strip()) and (not files or looks_like_log(text))
+        if text is not None and pasted and (not job.message_ts
+                                            or self.ledger.claim(f"text:{job.target.channel}:{job.message_ts}")):
+            from servetriage.classifier import from_text  # noqa: PLC0415 (the engine's decoder, on use)
+            pasted_log = from_text(text, "message")
+            earlier = self._thread_log(job)
+            if self._slot(job):
+                if earlier is not None:
+                    self._answer_together(job, [earlier, pasted_log], None)
+                else:
+                    self._answer(job, pasted_log, label=None)
+            answered += 1
         if not answered and job.explicit:
             self.responder.deliver(job.target, notices.nothing_to_diagnose(where))
 
-    def _file(self, job: Job, f: SlackFile) -> int:
+    def _file(self, job: Job, f: SlackFile) -> tuple[int, tuple[LogText, str | None] | None]:
+        """Read one attached file: (replies said about it, the log and its placeholder when it was read)."""
         try:
             f = self.reader.resolve(f)
             self.reader.check(f)
         except Problem as problem:
             if problem.quiet and not job.explicit:
-                return 0
+                return 0, None
             if self._slot(job):
                 self.responder.deliver(job.target, problem.reply)
-            return 1
-        if not self._slot(job):
-            return 1
+            return 1, None
         placeholder = None
         if f.size and f.size >= PLACEHOLDER_BYTES:
             placeholder = self.responder.deliver(job.target, notices.reading(f.name, f.size))
         try:
-            text = self.reader.read(f)
+            return 0, (self.reader.read(f), placeholder)
         except Problem as problem:
             self._say(job, problem.reply, placeholder)
-            return 1
-        self._answer(job, text, label=f.name, placeholder=placeholder)
-        return 1
+            return 1, None
 
-    def _answer(self, job: Job, text: "LogText", label: str | None, placeholder: str | None = None) -> None:
-        diagnosis = self.diagnoser.diagnose(text)
+    def _answer_files(self, job: Job, read: list[tuple[LogText, str | None]]) -> None:
+        """One answer for what one message attached: several files (or an archive of rank logs, or a
+        follow-up to an answer that asked for another log) are read together, on one timeline."""
+        from servetriage.classifier import split_members  # noqa: PLC0415 (the engine's reader, on use)
+
+        if not self._slot(job):
+            return
+        logs = [member for log, _ in read for member in split_members(log)]
+        placeholder = next((p for _, p in read if p), None)
+        for _, other in read:
+            if other and other != placeholder:
+                self.responder.update(job.target.channel, other, notices.read_together())
+        earlier = self._thread_log(job)
+        if earlier is not None:
+            logs.insert(0, earlier)
+        if len(logs) == 1:
+            self._answer(job, logs[0], label=read[0][0].name, placeholder=placeholder)
+            return
+        if sum(log.size for log in logs) > self.reader.limit:
+            self._say(job, notices.too_large(" + ".join(log.name for log in logs), self.reader.limit), placeholder)
+            return
+        self._answer_together(job, logs, placeholder)
+
+    def _answer_together(self, job: Job, logs: list[LogText], placeholder: str | None) -> None:
+        from servetriage.classifier import merge, placed  # noqa: PLC0415 (the engine's merge, on use)
+
+        merged = merge(logs)
+        alone = [self.diagnoser.diagnose(log) for log in logs]
+        diagnosis = self._seen_before(job, placed(self.diagnoser.diagnose(merged.log), merged, alone))
+        label = f"{len(logs)} logs read together"
+        diagnosis_id = self._record(job, diagnosis, merged.log)
+        ts = self._say(job, render_diagnosis(diagnosis, diagnosis_id, label), placeholder)
+        if ts:
+            try:
+                self.recorder.attach_reply(diagnosis_id, ts)
+            except Exception:
+                log.exception("recorder.attach_reply failed")
+
+    def _thread_log(self, job: Job) -> LogText | None:
+        """In a thread whose earlier answer said what was missing (another rank's log, the kernel log),
+        the log it answered, so the follow-up is read together with it."""
+        t = job.target
+        if self.history is None or not t.thread_ts or t.thread_ts == job.message_ts:
+            return None
+        try:
+            first = self.history.asked_for_more(channel=t.channel, thread_ts=t.thread_ts)
+        except Exception:
+            log.exception("reading the thread's earlier answer failed")
+            return None
+        if first is None:
+            return None
+        from servetriage.classifier import from_text  # noqa: PLC0415
+
+        return from_text(first, "earlier in this thread")
+
+    def _answer(self, job: Job, text: LogText, label: str | None, placeholder: str | None = None) -> None:
+        diagnosis = self._seen_before(job, self.diagnoser.diagnose(text))
         diagnosis_id = self._record(job, diagnosis, text)
         ts = self._say(job, render_diagnosis(diagnosis, diagnosis_id, label), placeholder)
         if ts:
@@ -145,12 +214,39 @@ class Triage:
             except Exception:
                 log.exception("recorder.attach_reply failed")
 
+    def _seen_before(self, job: Job, d: Diagnosis) -> Diagnosis:
+        """Earlier answers of this workspace to the same failure, linked (other threads only, and only
+        where Slack still gives the bot a link: channels it is in)."""
+        if self.history is None or d.is_unknown:
+            return d
+        from servetriage.classifier import SeenBefore  # noqa: PLC0415 (the engine's result types, on use)
+
+        t = job.target
+        try:
+            earlier = self.history.earlier(team=t.team, category=d.category,
+                                           incident=d.incident.id if d.incident else None, limit=SEEN_BEFORE + 2)
+        except Exception:
+            log.exception("reading earlier answers failed")
+            return d
+        seen = []
+        for e in earlier:
+            if e.channel == t.channel and e.thread_ts and e.thread_ts == t.thread_ts:
+                continue  # this very thread
+            link = self.responder.permalink(e.channel, e.message_ts)
+            if link is None:
+                continue
+            seen.append(SeenBefore(when=e.created, place=e.channel, link=link, category=e.category, up=e.up,
+                                   down=e.down, corrected_to=e.corrected_to))
+            if len(seen) == SEEN_BEFORE:
+                break
+        return dataclasses.replace(d, seen_before=tuple(seen)) if seen else d
+
     def _say(self, job: Job, reply: Reply, placeholder: str | None) -> str | None:
         if placeholder and self.responder.update(job.target.channel, placeholder, reply):
             return placeholder
         return self.responder.deliver(job.target, reply)
 
-    def _record(self, job: Job, diagnosis: "Diagnosis", text: "LogText") -> str:
+    def _record(self, job: Job, diagnosis: Diagnosis, text: LogText) -> str:
         """The id for the buttons; a failing feedback store must not cost the user the answer."""
         t = job.target
         try:
@@ -172,6 +268,8 @@ class Triage:
     def _thread_inputs(self, job: Job) -> tuple[str | None, tuple[SlackFile, ...]]:
         """The thread's first message (text and files); if it holds no log, the latest message that does."""
         channel, thread_ts = job.target.channel, job.target.thread_ts
+        if thread_ts is None:  # a top-level message is its own thread parent
+            return job.text, job.files
         try:
             resp = self._client.conversations_replies(channel=channel, ts=thread_ts, limit=THREAD_SCAN, inclusive=True)
         except SlackApiError as exc:
@@ -198,9 +296,9 @@ def _inputs_of(message: dict[str, Any], bot: str | None) -> tuple[str, tuple[Sla
     return text, tuple(SlackFile.from_payload(f) for f in message.get("files") or ())
 
 
-def excerpt(text: str, d: "Diagnosis", limit: int = EXCERPT_CHARS) -> str:
+def excerpt(text: str, d: Diagnosis, limit: int = EXCERPT_CHARS) -> str:
     """What the recorder keeps of the log: all of it when short, else the lines around the evidence; redacted."""
-    from servetriage.classifier import redact
+    from servetriage.classifier import redact  # noqa: PLC0415 (the engine's redactor, on use)
 
     if len(text) <= limit:
         return redact(text)

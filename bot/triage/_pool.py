@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ class WorkPool:
         future.add_done_callback(self._release)
         return True
 
-    def _release(self, _: Future) -> None:
+    def _release(self, _: Future[Any]) -> None:
         self._slots.release()
 
     def close(self, wait: bool = True) -> None:

@@ -34,9 +34,8 @@ class Responder:
 
     def deliver(self, target: Target, reply: Reply) -> str | None:
         """The answer itself: in the thread (or via response_url for a slash command), with fallbacks."""
-        if target.prefer_response_url and target.response_url:
-            if self._webhook(target.response_url, reply, "in_channel"):
-                return None
+        if target.prefer_response_url and target.response_url and self._webhook(target.response_url, reply, "in_channel"):
+            return None
         ts, error = self._post(target.channel, target.thread_ts, reply)
         if error is None:
             return ts
@@ -71,6 +70,15 @@ class Responder:
         except (SlackApiError, SlackClientError, OSError) as exc:
             log.warning("chat.update of %s in %s failed: %s", ts, channel, _error(exc))
             return False
+
+    def permalink(self, channel: str, ts: str) -> str | None:
+        """A link to a message; None when Slack will not give one (the bot is no longer in the channel)."""
+        try:
+            link = self._client.chat_getPermalink(channel=channel, message_ts=ts).get("permalink")
+        except (SlackApiError, SlackClientError, OSError) as exc:
+            log.info("chat.getPermalink %s in %s: %s", ts, channel, _error(exc))
+            return None
+        return str(link) if link else None
 
     # -- transports --------------------------------------------------------------------------
     def _post(self, channel: str, thread_ts: str | None, reply: Reply) -> tuple[str | None, str | None]:

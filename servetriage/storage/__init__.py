@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._base import Database, Dialect, StorageError, Transaction, is_postgres_url
+from ._pointer import ActivePointerRow
 from ._sqlite import SqliteDatabase
 
 if TYPE_CHECKING:
     from servetriage._settings import Settings
 
 
-def connect(target: "Settings | str | Path", *, sqlite_name: str | None = None) -> Database:
+def connect(target: Settings | str | Path, *, sqlite_name: str | None = None) -> Database:
     """A database for `target`: a `postgresql://` URL, a SQLite file path, or the settings' choice.
 
     With settings, `SERVETRIAGE_DATABASE_URL` wins; otherwise the SQLite file `sqlite_name` (default:
@@ -32,15 +33,12 @@ def connect(target: "Settings | str | Path", *, sqlite_name: str | None = None) 
     from servetriage._settings import Settings  # noqa: PLC0415 (settings import nothing of ours)
 
     if isinstance(target, Settings):
-        if target.database_url:
-            target = target.database_url
-        else:
-            target = target.data_dir / sqlite_name if sqlite_name else target.db_path
+        target = target.database_url or (target.data_dir / sqlite_name if sqlite_name else target.db_path)
     if isinstance(target, str) and is_postgres_url(target):
         from ._postgres import PostgresDatabase  # noqa: PLC0415 (psycopg loads only when used)
         return PostgresDatabase(target)
-    from ._sqlite import SqliteDatabase  # noqa: PLC0415
     return SqliteDatabase(Path(target))
 
 
-__all__ = ["Database", "Dialect", "SqliteDatabase", "StorageError", "Transaction", "connect", "is_postgres_url"]
+__all__ = ["ActivePointerRow", "Database", "Dialect", "SqliteDatabase", "StorageError", "Transaction", "connect",
+           "is_postgres_url"]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Sequence
+from typing import Any
 
 from servetriage._errors import ServetriageError
 
@@ -93,13 +94,13 @@ class Database(abc.ABC):
     def tables(self) -> set[str]: ...
 
     @abc.abstractmethod
-    def reopen(self) -> "Database":
+    def reopen(self) -> Database:
         """Another connection to the same database (its own lock, its own transactions)."""
 
     @abc.abstractmethod
     def close(self) -> None: ...
 
-    def __enter__(self) -> "Database":
+    def __enter__(self) -> Database:
         return self
 
     def __exit__(self, *exc: object) -> None:

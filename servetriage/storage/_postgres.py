@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 import threading
 import zlib
-from contextlib import contextmanager
-from typing import Any, Iterator
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
 
 import psycopg
 
@@ -44,17 +45,17 @@ class _PostgresTx(Transaction):
 
     def execute(self, sql: str, params: Params = ()) -> int:
         with self._conn.cursor() as cur:
-            cur.execute(_sql(sql), list(params))  # type: ignore[arg-type]  # our SQL text, not a literal
+            cur.execute(_sql(sql), list(params))  # our SQL text, not a literal (mypy reads LiteralString as str)
             return int(cur.rowcount)
 
     def all(self, sql: str, params: Params = ()) -> list[tuple[Any, ...]]:
         with self._conn.cursor() as cur:
-            cur.execute(_sql(sql), list(params))  # type: ignore[arg-type]
+            cur.execute(_sql(sql), list(params))
             return [tuple(r) for r in cur.fetchall()] if cur.description else []
 
     def rows(self, sql: str, params: Params = ()) -> list[dict[str, Any]]:
         with self._conn.cursor() as cur:
-            cur.execute(_sql(sql), list(params))  # type: ignore[arg-type]
+            cur.execute(_sql(sql), list(params))
             if not cur.description:
                 return []
             names = [c.name for c in cur.description]
@@ -87,12 +88,26 @@ class PostgresDatabase(Database):
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
         with self._lock:
-            conn = self._live()
+            conn, tx = self._begin()
             try:
-                with conn.transaction():
+                with tx:
                     yield _PostgresTx(conn)
             except psycopg.Error as exc:
                 raise StorageError(f"{self.description}: {_one_line(exc)}") from exc
+
+    def _begin(self) -> tuple[psycopg.Connection[Any], _Started]:
+        """A started transaction; a connection found dead at `BEGIN` (nothing sent yet) is replaced once."""
+        for attempt in (1, 2):
+            conn = self._live()
+            tx = conn.transaction()
+            try:
+                tx.__enter__()
+            except psycopg.OperationalError as exc:
+                if attempt == 2 or not conn.broken:
+                    raise StorageError(f"{self.description}: {_one_line(exc)}") from exc
+                continue
+            return conn, _Started(tx)
+        raise AssertionError("unreachable")
 
     def query(self, sql: str, params: Params = ()) -> list[dict[str, Any]]:
         with self._lock:
@@ -117,7 +132,7 @@ class PostgresDatabase(Database):
         finally:
             conn.close()
 
-    def reopen(self) -> "PostgresDatabase":
+    def reopen(self) -> PostgresDatabase:
         return PostgresDatabase(self.url)
 
     def tables(self) -> set[str]:
@@ -127,6 +142,19 @@ class PostgresDatabase(Database):
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+class _Started:
+    """A psycopg transaction already entered: leaving the `with` commits or rolls back as usual."""
+
+    def __init__(self, tx: AbstractContextManager[psycopg.Transaction]) -> None:
+        self._tx = tx
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        self._tx.__exit__(*exc)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -11,9 +11,10 @@ import fcntl
 import os
 import sqlite3
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import sqlite_utils
 
@@ -99,7 +100,7 @@ class SqliteDatabase(Database):
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
 
-    def reopen(self) -> "SqliteDatabase":
+    def reopen(self) -> SqliteDatabase:
         return SqliteDatabase(self.path)
 
     def tables(self) -> set[str]:

@@ -22,7 +22,7 @@ Traceback (most recent call last):
   File "/usr/lib/python3/site-packages/vllm/worker/model_runner.py", line 1204, in execute_model
     hidden_states = model_executable(input_ids=input_ids, positions=positions)
 torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.14 GiB of which 1.06 GiB is free.
-"""
+"""  # noqa: E501 (log lines as the engine prints them)
 OOM_CATEGORY = "gpu-oom"
 
 

@@ -9,10 +9,14 @@ from servetriage.bot.detect import looks_like_log, strip_mention, unformat
 
 @pytest.mark.parametrize("text", [
     "```\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n```",
-    "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\nRuntimeError: CUDA error: an illegal memory access",
+    "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n"
+    "RuntimeError: CUDA error: an illegal memory access",
     "INFO 05-12 10:00:01 engine.py:200] start\nERROR 05-12 10:00:02 engine.py:300] Engine background task failed",
     "```\n[2024-05-12 10:00:01] Prefill batch\n[2024-05-12 10:00:02] Decode batch\n[2024-05-12 10:00:03] Decode batch\n```",
     "[rank0]: NCCL WARN Call to connect returned Connection refused\n[rank1]: NCCL error: unhandled system error",
+    # c10d's glog-style error lines carry no ERROR word: `E` and the date are the level
+    "[2026-11-30 10:00:02 TP0] Decode batch. #running-req: 3\n"
+    "[rank0]:[E1130 10:09:58.000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout",
 ])
 def test_logs_are_recognised(text):
     assert looks_like_log(text)

@@ -10,19 +10,20 @@ from servetriage.classifier import Candidate, Diagnosis, EvidenceLine, IncidentR
 
 
 def _diagnosis(**kw) -> Diagnosis:
-    base = dict(
-        category="gpu-oom", confidence=0.91, category_title="GPU out of memory",
-        incident=IncidentRef(id="mem-oom", title="Activation OOM under load", cause="The KV pool left no room <for> activations & buffers.",
+    base = {
+        "category": "gpu-oom", "confidence": 0.91, "category_title": "GPU out of memory",
+        "incident": IncidentRef(id="mem-oom", title="Activation OOM under load",
+                             cause="The KV pool left no room <for> activations & buffers.",
                              first_action="Lower --gpu-memory-utilization to 0.85.", fix_or_status="Config fix.",
                              section="3.2", link="https://servetriage.dev/manual/#section-3.2", sources=("seed:001",)),
-        top=(Candidate("gpu-oom", "mem-oom", 0.91, "GPU out of memory"),
+        "top": (Candidate("gpu-oom", "mem-oom", 0.91, "GPU out of memory"),
              Candidate("worker-dead", None, 0.31, "Worker died"), Candidate("host-memory", None, 0.12, "Host memory")),
-        evidence=(EvidenceLine(12, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "TP0", "gpu-oom"),
+        "evidence": (EvidenceLine(12, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "TP0", "gpu-oom"),
                   EvidenceLine(40, "RuntimeError: Worker died <unexpectedly> ```", "TP1", "worker-dead")),
-        initiating=Initiating(12, "torch.OutOfMemoryError: CUDA out of memory.", "TP0", "2024-05-12 10:00:41"),
-        symptoms=(Symptom("worker-dead", 40, "RuntimeError: Worker died", "TP1"),),
-        engine="vllm", versions={"vllm": "0.6.3"}, lines_read=1234, file="x.log",
-    )
+        "initiating": Initiating(12, "torch.OutOfMemoryError: CUDA out of memory.", "TP0", "2024-05-12 10:00:41"),
+        "symptoms": (Symptom("worker-dead", 40, "RuntimeError: Worker died", "TP1"),),
+        "engine": "vllm", "versions": {"vllm": "0.6.3"}, "lines_read": 1234, "file": "x.log",
+    }
     base.update(kw)
     return Diagnosis(**base)
 

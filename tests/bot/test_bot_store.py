@@ -1,4 +1,4 @@
-"""The persistent delivery ledger and the in-memory reply recorder."""
+"""The persistent delivery ledger (on SQLite and on PostgreSQL) and the in-memory reply recorder."""
 
 from __future__ import annotations
 
@@ -7,22 +7,37 @@ import threading
 
 from servetriage.bot import EventLedger, InMemoryRecorder, ReplyRecorder
 from servetriage.bot.triage import ChannelRateLimiter
+from servetriage.storage import connect
 
 
-def test_a_key_is_claimed_once_across_threads_and_restarts(tmp_path):
-    ledger = EventLedger.in_dir(tmp_path)
+def test_a_key_is_claimed_once_across_threads_replicas_and_restarts(database_url):
+    ledgers = [EventLedger(connect(database_url)) for _ in range(2)]  # two replicas on one database
     wins: list[bool] = []
-    threads = [threading.Thread(target=lambda: wins.append(ledger.claim("event:Ev1"))) for _ in range(8)]
+    barrier = threading.Barrier(8)
+
+    def claim(i: int) -> None:
+        barrier.wait()
+        wins.append(ledgers[i % 2].claim("event:Ev1"))
+
+    threads = [threading.Thread(target=claim, args=(i,)) for i in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert wins.count(True) == 1
-    ledger.close()
-    again = EventLedger.in_dir(tmp_path)
+    for ledger in ledgers:
+        ledger.close()
+    again = EventLedger(connect(database_url))
     assert not again.claim("event:Ev1") and again.claim("event:Ev2") and again.seen("event:Ev2")
-    assert sqlite3.connect(tmp_path / "slack_events.sqlite").execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert not again.seen("event:Ev3")
     again.close()
+
+
+def test_without_a_database_url_the_ledger_is_its_own_sqlite_file_in_wal_mode(tmp_path):
+    from servetriage import Settings
+
+    EventLedger.for_settings(Settings(data_dir=tmp_path)).close()
+    assert sqlite3.connect(tmp_path / "slack_events.sqlite").execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
 def test_the_in_memory_recorder_is_a_bounded_reply_recorder():

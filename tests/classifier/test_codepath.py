@@ -33,7 +33,7 @@ def test_unnamed_exception_takes_the_category_of_its_innermost_frame(settings, c
     d = Engine(settings, corpus=corpus).diagnose_text(RADIX)
     assert d.category == "radix-cache-state"
     assert d.initiating.line == 6 and d.initiating.text == "KeyError: 91"
-    assert d.passes["rules"] == {"radix-cache-state": 0.5}
+    assert d.passes.rules == {"radix-cache-state": 0.5}
 
 
 def test_the_innermost_matching_frame_wins(settings, corpus):
@@ -67,7 +67,7 @@ def test_exception_types_limit_an_entry(settings, corpus):
 
 def test_signals_are_never_attributed(settings, corpus):
     log = RADIX.replace("KeyError: 91", "KeyboardInterrupt")
-    assert "radix-cache-state" not in Engine(settings, corpus=corpus).diagnose_text(log).passes["rules"]
+    assert "radix-cache-state" not in Engine(settings, corpus=corpus).diagnose_text(log).passes.rules
 
 
 def test_shipped_code_paths_name_real_categories(settings):

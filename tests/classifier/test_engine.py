@@ -6,7 +6,7 @@ OOM_THEN_DEAD = """\
 INFO 03-04 10:11:12 [api_server.py:10] vLLM API server version 0.8.5
 (VllmWorker rank=1 pid=3) ERROR 03-04 10:11:13 [x.py:1] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345
 ERROR 03-04 10:11:14 [async_llm.py:1] vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.
-"""
+"""  # noqa: E501 - log lines as the engine prints them
 
 
 def test_fault_then_symptom(settings, mini_corpus):
@@ -32,13 +32,14 @@ def test_empty_and_irrelevant_input_are_unknown(settings, mini_corpus):
     assert d.category == "unknown" and d.incident is None and d.confidence < engine.threshold
 
 
-def test_manual_link_uses_the_section_or_the_source(settings, mini_corpus):
+def test_manual_link_is_the_incidents_own_anchor(settings, mini_corpus):
     engine = Engine(settings, corpus=mini_corpus)
     ima = engine.diagnose_text("RuntimeError: CUDA error: an illegal memory access was encountered")
-    assert ima.incident.section == "4.2" and ima.incident.link.endswith("#section-4.2")
-    assert ima.incident.link.startswith(settings.manual_base_url.rstrip("/"))
-    oom = engine.diagnose_text("torch.OutOfMemoryError: CUDA out of memory")
-    assert oom.incident.link == settings.manual_base_url  # seed-only source: the manual's front page
+    assert ima.incident.section == "4.2"
+    assert ima.incident.link == settings.manual_base_url + "illegal-memory-access.html#incident-t-ima"
+    oom = engine.diagnose_text("torch.OutOfMemoryError: CUDA out of memory")  # no section, seed-only source
+    assert oom.incident.link == settings.manual_base_url + "gpu-oom.html#incident-t-oom"
+    assert settings.manual_base_url == "http://127.0.0.1:3000/manual/"  # the bot's own /manual/ by default
 
 
 def test_json_round_trip(settings, mini_corpus):

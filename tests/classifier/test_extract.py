@@ -27,7 +27,8 @@ def test_tracebacks_stay_whole_per_rank():
 
 
 def test_prefixes_give_rank_timestamp_and_level():
-    assert parse_prefix("(VllmWorker rank=2 pid=77) ERROR 03-04 10:11:15 [x.py:1] boom") == ("boom", "rank 2", "03-04 10:11:15", "ERROR")
+    assert (parse_prefix("(VllmWorker rank=2 pid=77) ERROR 03-04 10:11:15 [x.py:1] boom")
+            == ("boom", "rank 2", "03-04 10:11:15", "ERROR"))
     body, rank, stamp, _ = parse_prefix("[2025-03-04 10:11:16 DP1 TP3] Scheduler hit an exception: x")
     assert (body, rank, stamp) == ("Scheduler hit an exception: x", "DP1 TP3", "03-04 10:11:16")
     body, rank, _, _ = parse_prefix("(EngineCore_0 pid=12) RuntimeError: x")

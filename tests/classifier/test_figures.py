@@ -32,7 +32,7 @@ def test_a_crawling_decode_is_performance_with_the_figures_as_evidence(engine):
     d = engine.diagnose_text(log)
     assert d.category == "performance" and d.confidence >= 0.8
     assert d.initiating.line == 1 and all("generation throughput" in e.text for e in d.evidence)
-    assert d.passes["figures"] == {"performance": 0.85}
+    assert d.passes.figures == {"performance": 0.85}
 
 
 def test_a_paste_of_nothing_but_throughput_lines_is_a_performance_question(engine):
@@ -44,7 +44,7 @@ def test_a_paste_of_nothing_but_throughput_lines_is_a_performance_question(engin
 
 def test_benchmark_tables_are_read_by_their_numbers(engine):
     healthy = engine.diagnose_text(BENCH.format(duration=40.2, rps=12.44, ttft=210.5))
-    assert healthy.category == "unknown" and healthy.passes["figures"] == {"unknown": 0.8}
+    assert healthy.category == "unknown" and healthy.passes.figures == {"unknown": 0.8}
     assert healthy.evidence and "Request throughput" in " ".join(e.text for e in healthy.evidence)
     slow = engine.diagnose_text(BENCH.format(duration=9000.1, rps=0.05, ttft=95000.0))
     assert slow.category == "performance"
@@ -54,4 +54,4 @@ def test_figures_are_not_consulted_when_something_failed(engine):
     log = "".join(VLLM.format(s=s, tps=1.6, running=2) for s in (5, 10)) + \
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
     d = engine.diagnose_text(log)
-    assert d.category == "gpu-oom" and "figures" not in d.passes
+    assert d.category == "gpu-oom" and d.passes.figures is None

@@ -2,10 +2,13 @@
 
 from pathlib import Path
 
+import pytest
+
 from servetriage.classifier import embedder_for
 from servetriage.classifier._finetune import fine_tune
 
 
+@pytest.mark.slow
 def test_fine_tune_decides_by_held_out_retrieval(settings, mini_corpus):
     result = fine_tune(settings, mini_corpus)
     assert result.pairs >= 1 and 0.0 <= result.frozen_top1 <= 1.0 and 0.0 <= result.tuned_top1 <= 1.0

@@ -48,7 +48,7 @@ def test_a_reworded_failure_with_no_signature_is_still_recognised(trained):
            "left for the KV cache after loading weights; lower the context or raise the static memory fraction\n")
     d = engine.diagnose_text(log)
     memory = {"kv-cache-too-small", "gpu-oom", "kv-cache-exhausted"}
-    assert d.passes["rules"] == {}  # no signature knows this wording
+    assert d.passes.rules == {}  # no signature knows this wording
     assert d.top[0].category in memory  # the answer, or the first "might be" when unsure
     assert d.category in memory | {"unknown"}
 

@@ -77,6 +77,6 @@ def test_tensorrt_llm_assertions_pasted_alone_get_the_category_of_their_location
         if expected is None or rules_engine.scanner.scan(line):
             continue  # unplaced, or a hand-written signature names it (signatures outrank locations)
         d = rules_engine.diagnose_text(line)
-        if (d.passes["rules"] and max(d.passes["rules"], key=d.passes["rules"].get)) != expected:
-            wrong.append((t.file, t.template, d.passes["rules"]))
+        if (d.passes.rules and max(d.passes.rules, key=d.passes.rules.get)) != expected:
+            wrong.append((t.file, t.template, d.passes.rules))
     assert wrong == []

@@ -93,7 +93,8 @@ def test_a_late_collective_timeout_explains_the_stall_before_it(settings):
     corpus = load_corpus()
     assert "engine-hang" in corpus.explains["distributed-comm"]
     stall = ("INFO 05-06 07:00:0{n} metrics.py:400] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: "
-             "0.0 tokens/s, Running: 6 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 3.1%, CPU KV cache usage: 0.0%\n")
+             "0.0 tokens/s, Running: 6 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 3.1%, "
+             "CPU KV cache usage: 0.0%\n")
     log = (stall.format(n=1) + stall.format(n=6)
            + "[rank3]:[E506 07:10:02.123456 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation "
              "timeout: WorkNCCL(SeqNum=9912, OpType=ALLREDUCE, NumelIn=8192, NumelOut=8192, Timeout(ms)=600000) ran "

@@ -36,7 +36,8 @@ def test_each_kind_of_secret_is_masked(kind):
 
 
 def test_private_key_block_is_masked_whole():
-    text = "before\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nQUJDREVGRw==\n-----END OPENSSH PRIVATE KEY-----\nafter"
+    text = ("before\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nQUJDREVGRw==\n"
+            "-----END OPENSSH PRIVATE KEY-----\nafter")
     out = redact(text)
     assert "b3BlbnNzaC1rZXktdjEAAAAA" not in out and out.startswith("before") and out.endswith("after")
 

@@ -68,7 +68,8 @@ def vllm_oom_crash() -> list[str]:
     return [
         f"{p} WorkerProc hit an exception.",
         f"{p} Traceback (most recent call last):",
-        f'{p}   File "/srv/venv/lib/python3.12/site-packages/vllm/v1/executor/multiproc_executor.py", line 541, in worker_busy_loop',
+        f'{p}   File "/srv/venv/lib/python3.12/site-packages/vllm/v1/executor/multiproc_executor.py", '
+        'line 541, in worker_busy_loop',
         f"{p}     output = func(*args, **kwargs)",
         f'{p}   File "/srv/venv/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py", line 1402, in execute_model',
         f"{p}     logits = self.model.compute_logits(sample_hidden_states, None)",
@@ -160,7 +161,8 @@ def trtllm_startup() -> list[str]:
         "[11/30/2026-10:00:04] [TRT-LLM] [I] TorchLlmArgs(model='acme/chat-8b', tensor_parallel_size=1, "
         "enable_chunked_prefill=False, kv_cache_config=KvCacheConfig(enable_block_reuse=True, "
         "free_gpu_memory_fraction=0.9), cuda_graph_config=None, speculative_config=None, disable_overlap_scheduler=False)",
-        "[11/30/2026-10:00:19] [TRT-LLM] [I] Memory used after loading model weights (inside torch) in memory usage profiling: 15.02 GiB",
+        "[11/30/2026-10:00:19] [TRT-LLM] [I] Memory used after loading model weights (inside torch) in memory usage profiling: "
+        "15.02 GiB",
         "[11/30/2026-10:00:23] [TRT-LLM] [I] Max KV cache tokens: 412672",
         "INFO:     Started server process [12001]",
         "INFO:     Waiting for application startup.",
@@ -178,7 +180,8 @@ def trtllm_oom_crash() -> list[str]:
         "[11/30/2026-10:14:52] [TRT-LLM] [E] Encountered an error in forward step: CUDA out of memory. "
         "Tried to allocate 2.31 GiB. GPU 0 has a total capacity of 79.10 GiB of which 1.08 GiB is free.",
         "[11/30/2026-10:14:52] [TRT-LLM] [E] Traceback (most recent call last):",
-        '  File "/usr/local/lib/python3.12/dist-packages/tensorrt_llm/_torch/pyexecutor/py_executor.py", line 1102, in _executor_loop',
+        '  File "/usr/local/lib/python3.12/dist-packages/tensorrt_llm/_torch/pyexecutor/py_executor.py", line 1102, '
+        "in _executor_loop",
         "    batch_outputs = self._forward_step(scheduled_batch)",
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.31 GiB. GPU 0 has a total capacity of "
         "79.10 GiB of which 1.08 GiB is free.",

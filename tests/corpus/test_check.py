@@ -44,7 +44,7 @@ incidents:
 
 
 def problems(**kw):
-    values = dict(section="3.2", sig='"CUDA out of memory. Tried"', example="CUDA out of memory. Tried to allocate")
+    values = {"section": "3.2", "sig": '"CUDA out of memory. Tried"', "example": "CUDA out of memory. Tried to allocate"}
     values.update(kw)
     return [p.message for p in check_corpus(corpus_of(BASE.format(**values)), adversarial=False)]
 

@@ -129,7 +129,7 @@ incidents:
         INFO 05-12 10:00:02 launcher.py:30] Route: /v1/chat/completions, Methods: POST
         INFO:     127.0.0.1:52214 - "POST /v1/chat/completions HTTP/1.1" 200 OK
     sources: [seed:000]
-""")
+""")  # noqa: E501 (log lines as the engines print them)
 
 # A failure the corpus has no incident for: the engine answers something else until on-call corrects it.
 NOVEL_LOG = textwrap.dedent("""\

@@ -41,9 +41,10 @@ def test_a_correction_is_learned_and_promoted(loop, fb_settings):
     assert result.state == "active" and result.parent == start and result.examples == 1
     assert result.gate["candidate"]["correct"] >= result.gate["active"]["correct"]
     assert ArtefactStore(fb_settings.model_dir).active() == result.version == handle.version
-    rows = {m.version: m for m in store.models.all()}
-    assert rows[result.version].state == "active" and rows[start].state == "retired"
-    assert rows[result.version].training_hash and rows[result.version].gate["candidate"]["cases"] > 0
+    registry = ArtefactStore(fb_settings.model_dir)
+    new, old = registry.status(result.version), registry.status(start)
+    assert new.state == "active" and old.state == "retired" and new.activated is not None
+    assert new.training_hash and new.gate["candidate"]["cases"] > 0
     again = handle.diagnose_text(novel_variant(7))  # the same failure, other numbers
     assert again.category == NOVEL_LABEL
     assert retrainer.run_once().state == "skipped"  # nothing new
@@ -88,7 +89,7 @@ def test_a_worse_retrain_is_rejected_and_the_active_model_stays(loop, fb_setting
     assert result.state == "rejected", result
     assert result.gate["candidate"]["correct"] < result.gate["active"]["correct"]
     assert ArtefactStore(fb_settings.model_dir).active() == start == handle.version
-    row = store.models.get(result.version)
+    row = ArtefactStore(fb_settings.model_dir).status(result.version)
     assert row.state == "rejected" and "worse on the gate" in row.note and row.gate["candidate"]["cases"] > 0
     assert len(store.training.quarantined()) == 1  # the example it added is set aside, not retried forever
     assert retrainer.run_once().state == "skipped"
@@ -102,9 +103,9 @@ def test_forgotten_examples_leave_the_model(loop, fb_settings):
     store.votes.correct(did, "U1", NOVEL_LABEL)
     learned = retrainer.run_once()
     assert learned.promoted
-    assert "memory" in handle.diagnose_text(novel_variant(4)).passes
+    assert handle.diagnose_text(novel_variant(4)).passes.memory is not None
     store.forget.diagnosis(did)
-    assert "memory" not in handle.diagnose_text(novel_variant(4)).passes  # the memory forgets at once
+    assert handle.diagnose_text(novel_variant(4)).passes.memory is None  # the memory forgets at once
     result = retrainer.run_once()
     assert result.state == "active" and result.version != learned.version
     extra = ArtefactStore(fb_settings.model_dir).load_object(result.version, "extra")

@@ -11,7 +11,6 @@ import sqlite3
 import threading
 
 import pytest
-import sqlite_utils
 from fbhelpers import diagnosis
 
 from servetriage.feedback import (SCHEMA_VERSION, Allowlist, FeedbackError, FeedbackStore, NotFound, RateLimit,
@@ -19,7 +18,7 @@ from servetriage.feedback import (SCHEMA_VERSION, Allowlist, FeedbackError, Feed
 from servetriage.feedback._export import write_feedback
 from servetriage.feedback._rules import CorrectionView, VoteView, derive
 from servetriage.feedback._schema import LATEST, migrate
-from servetriage.storage import SqliteDatabase, connect
+from servetriage.storage import connect
 
 LOG = "ERROR x\ntorch.OutOfMemoryError: CUDA out of memory. hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345\n"
 
@@ -34,7 +33,7 @@ def record(store: FeedbackStore, category: str = "gpu-oom", text: str = LOG, ts:
 # -- schema ------------------------------------------------------------------------------------------
 def test_new_database_is_at_the_latest_schema(store):
     assert store.schema_version == LATEST == SCHEMA_VERSION
-    assert {"diagnoses", "votes", "vote_events", "corrections", "incidents", "examples", "model_versions",
+    assert {"diagnoses", "votes", "vote_events", "corrections", "incidents", "examples",
             "quarantine", "schema_migrations"} <= store.db.tables()
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from servetriage.feedback import FeedbackStore
 from servetriage.feedback._gate import corpus_gate_cases, gate_hash
 from servetriage.feedback._retrain import prune
 
@@ -14,26 +13,22 @@ def test_the_gate_sample_is_fixed_and_covers_every_category(fb_corpus):
     assert len(corpus_gate_cases(fb_corpus)) == sum(len(i.examples) for i in fb_corpus.incidents)
 
 
-class _Artefacts:
-    def __init__(self, root, active):
-        self.root, self._active = root, active
-
-    def active(self):
-        return self._active
-
-    def path(self, version):
-        return self.root / version
-
-
 def test_prune_keeps_the_active_model_its_parent_and_the_newest(tmp_path):
-    with FeedbackStore(tmp_path / "p.sqlite") as store:
-        for n in range(14):
-            (tmp_path / f"v{n:02d}").mkdir()
-            store.models.put(f"v{n:02d}", state="retired", parent=f"v{n - 1:02d}" if n else None, created=float(n),
-                            training_hash=None, examples=1, feedback_examples=0)
-        store.models.set_state("v13", "active")
-        store.models.set_state("v00", "retired")
-        removed = prune(store, _Artefacts(tmp_path, "v13"))
-        assert removed == ["v00", "v01", "v02"]  # ten retired ones stay, and v12 (the parent) anyway
-        assert (tmp_path / "v13").is_dir() and (tmp_path / "v12").is_dir()
-        assert {m.version for m in store.models.all()} == {f"v{n:02d}" for n in range(14)}  # the rows stay
+    import json
+
+    from servetriage.classifier import ArtefactStore
+
+    registry = ArtefactStore(tmp_path)
+    for n in range(14):
+        directory = tmp_path / f"v{n:02d}"
+        directory.mkdir()
+        (directory / "meta.json").write_text(json.dumps({
+            "version": f"v{n:02d}", "format": 8, "corpus_fingerprint": "x", "embedder": None, "created": float(n),
+            "metrics": {}, "examples": 1, "parent": f"v{n - 1:02d}" if n else None}))
+        (directory / "classifier.joblib").write_bytes(b"weights")
+    registry.activate("v13")
+    removed = prune(registry)
+    assert removed == ["v00", "v01", "v02"]  # ten retired ones stay, and v12 (the parent) anyway
+    assert registry.loadable("v13") and registry.loadable("v12") and not registry.loadable("v00")
+    assert {m.version for m in registry.versions()} == {f"v{n:02d}" for n in range(14)}  # the records stay
+    assert registry.status("v13").state == "active" and registry.status("v00").state == "retired"

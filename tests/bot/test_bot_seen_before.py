@@ -1,0 +1,86 @@
+"""Seen before here: the same failure answered earlier in this workspace is linked from the new reply,
+with its votes, or with the correction on-call made there; only where Slack still gives the bot a
+link, never from another workspace, never the thread itself."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from slack_harness import OOM_LOG
+
+from servetriage.bot.standin import message_event
+from servetriage.corpus import load_corpus
+from servetriage.feedback import FeedbackStore, StoreFeedback
+
+
+@pytest.fixture
+def with_store(start_bot, settings):
+    store = FeedbackStore(settings.db_path)
+    running = start_bot(settings, recorder=store.replies, feedback=StoreFeedback(store, load_corpus()))
+    yield running, store
+    running.close()
+    store.close()
+
+
+def _answer(slack, n: int):
+    return slack.wait_for("chat.postMessage", n)[n - 1]
+
+
+def _posted(store, n: int) -> None:
+    deadline = time.monotonic() + 10
+    while sum(1 for r in store.db.query("SELECT message_ts FROM diagnoses") if r["message_ts"]) < n:
+        assert time.monotonic() < deadline, "the replies were not linked to their messages"
+        time.sleep(0.02)
+
+
+def test_an_earlier_answer_is_linked_with_its_votes_and_a_correction(with_store, slack):
+    bot, store = with_store
+    bot.event(message_event(OOM_LOG, channel="C1", user="UA", ts="1700000000.000100"))
+    first = _answer(slack, 1)
+    assert "Seen before" not in first.text + str(first.blocks)
+    _posted(store, 1)
+    [row] = store.db.query("SELECT id, message_ts FROM diagnoses")
+    store.votes.vote(row["id"], "U1", True)
+    store.votes.vote(row["id"], "U2", True)
+
+    bot.event(message_event(OOM_LOG, channel="C2", user="UB", ts="1700000100.000100"))
+    second = _answer(slack, 2)
+    context = " ".join(e["text"] for b in second.blocks if b["type"] == "context" for e in b["elements"])
+    assert "*Seen before here:*" in context and "(👍 2 · 👎 0)" in context
+    link = "https://stand-in.slack.com/archives/C1/p" + row["message_ts"].replace(".", "")
+    assert f"<{link}|" in context  # chat.getPermalink of the first reply
+    _posted(store, 2)
+
+    # on-call corrects the second answer; a third paste names that correction
+    ids = [r["id"] for r in store.db.query("SELECT id FROM diagnoses ORDER BY created")]
+    store.votes.correct(ids[1], "U3", "host-memory")
+    bot.event(message_event(OOM_LOG, channel="C3", user="UC", ts="1700000200.000100"))
+    third = _answer(slack, 3)
+    context = " ".join(e["text"] for b in third.blocks if b["type"] == "context" for e in b["elements"])
+    assert "corrected to `host-memory` by on-call" in context and context.count("archives/") == 2
+
+
+def test_no_link_to_a_channel_the_bot_left_nor_to_the_same_thread(with_store, slack):
+    bot, store = with_store
+    bot.event(message_event(OOM_LOG, channel="C1", user="UA", ts="1700000000.000100"))
+    _answer(slack, 1)
+    _posted(store, 1)
+    slack.left_channels.add("C1")
+    bot.event(message_event(OOM_LOG, channel="C2", user="UB", ts="1700000100.000100"))
+    assert "Seen before" not in str(_answer(slack, 2).blocks)
+    _posted(store, 2)
+    # a re-paste in the thread of the second answer: the second answer is this thread's own
+    bot.event(message_event(OOM_LOG, channel="C2", user="UB", ts="1700000150.000100", thread_ts="1700000100.000100"))
+    assert "Seen before" not in str(_answer(slack, 3).blocks)
+
+
+def test_nothing_crosses_workspaces(with_store, slack):
+    bot, store = with_store
+    bot.event(message_event(OOM_LOG, channel="C1", user="UA", ts="1700000000.000100"))
+    _answer(slack, 1)
+    _posted(store, 1)
+    with store.db.transaction() as tx:
+        tx.execute("UPDATE diagnoses SET team = 'TOTHER'")
+    bot.event(message_event(OOM_LOG, channel="C2", user="UB", ts="1700000100.000100"))
+    assert "Seen before" not in str(_answer(slack, 2).blocks)
