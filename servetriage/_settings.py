@@ -66,8 +66,11 @@ class Settings:
     port: int = 3000
     #: SERVETRIAGE_CHANNELS — channel ids to watch for pasted logs (empty: every channel the bot is in).
     channels: tuple[str, ...] = ()
-    #: SERVETRIAGE_WORKERS — the bounded pool that diagnoses after Slack has been acknowledged.
+    #: SERVETRIAGE_WORKERS — the threads that take jobs from the durable queue and answer them.
     workers: int = 4
+    #: SERVETRIAGE_QUEUE_DEPTH — jobs waiting or running past which an asker is told theirs waits
+    #: (it is still recorded and answered).
+    queue_depth: int = 200
     #: SERVETRIAGE_CHANNEL_RATE — replies per channel per minute.
     channel_rate_per_minute: int = 20
     #: SERVETRIAGE_TRAINERS — Slack user ids whose votes train the model (empty: everyone).
@@ -142,6 +145,8 @@ class Settings:
             kw["channels"] = tuple(c.strip() for c in env["SERVETRIAGE_CHANNELS"].split(",") if c.strip())
         if env.get("SERVETRIAGE_WORKERS"):
             kw["workers"] = int(_number(env, "SERVETRIAGE_WORKERS", int))
+        if env.get("SERVETRIAGE_QUEUE_DEPTH"):
+            kw["queue_depth"] = int(_number(env, "SERVETRIAGE_QUEUE_DEPTH", int))
         if env.get("SERVETRIAGE_CHANNEL_RATE"):
             kw["channel_rate_per_minute"] = int(_number(env, "SERVETRIAGE_CHANNEL_RATE", int))
         if env.get("SERVETRIAGE_TRAINERS"):
@@ -161,6 +166,8 @@ class Settings:
             raise ConfigError("SERVETRIAGE_DATABASE_URL must be a postgresql:// URL (unset it for SQLite)")
         if self.workers < 1 or self.threads < 1:
             raise ConfigError("SERVETRIAGE_WORKERS and SERVETRIAGE_THREADS must be at least 1")
+        if self.queue_depth < 1:
+            raise ConfigError("SERVETRIAGE_QUEUE_DEPTH must be at least 1")
         for name, url, schemes in (("SERVETRIAGE_PUBLIC_URL", self.public_url, ("http", "https")),
                                     ("SERVETRIAGE_MANUAL_URL", self.manual_url, ("http", "https", "file"))):
             scheme, sep, rest = (url or "").partition("://")

@@ -21,7 +21,8 @@ def _imports(package: str) -> list[tuple[str, str]]:
                 out.extend((rel, alias.name) for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
                 if node.level:
-                    parts = ["servetriage", package, *path.relative_to(ROOT / package).parts[:-1]]
+                    dotted = package.replace("/", ".") if "/" in package else f"servetriage.{package}"
+                    parts = [*dotted.split("."), *path.relative_to(ROOT / package).parts[:-1]]
                     base = ".".join(parts[: len(parts) - node.level + 1])
                     module = f"{base}.{node.module}" if node.module else base
                 else:
@@ -38,6 +39,22 @@ def test_the_engine_and_the_corpus_import_nothing_of_slack_or_feedback(package):
     assert bad == []
 
 
-def test_bot_uses_only_the_engines_public_names():
-    bad = [(f, m) for f, m in _imports("bot") if m.startswith("servetriage.classifier._")]
+@pytest.mark.parametrize("package", ["bot", "feedback"])
+def test_bot_and_feedback_use_only_the_engines_public_names(package):
+    bad = [(f, m) for f, m in _imports(package) if m.startswith("servetriage.classifier._")]
     assert bad == []
+
+
+def test_feedback_knows_nothing_of_slack_and_the_bot_nothing_of_feedback():
+    """feedback/ is storage and learning behind a Slack-free service; bot/ reaches it through its
+    `FeedbackService` protocol, never by importing it."""
+    slack = [(f, m) for f, m in _imports("feedback") if m.startswith(("servetriage.bot", "slack_bolt", "slack_sdk"))]
+    feedback = [(f, m) for f, m in _imports("bot") if m.startswith("servetriage.feedback")]
+    assert slack == [] and feedback == []
+
+
+def test_storage_imports_no_package_of_ours_but_the_settings():
+    ours = [(f, m) for f, m in _imports("servetriage/storage")
+            if m.startswith("servetriage.") and not m.startswith(("servetriage.storage", "servetriage._settings",
+                                                                  "servetriage._errors"))]
+    assert ours == []

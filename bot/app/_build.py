@@ -24,8 +24,8 @@ from servetriage.storage import StorageError
 from .._protocols import Diagnoser, FeedbackService, ReplyHistory, ReplyRecorder
 from ..listener import FeedbackListener, register_fallbacks, register_listeners
 from ..middleware import DedupeEvents
-from ..store import EventLedger, InMemoryRecorder
-from ..triage import ChannelRateLimiter, FileReader, Triage, WorkPool
+from ..store import EventLedger, InMemoryRecorder, JobQueue
+from ..triage import ChannelRateLimiter, FileReader, Triage
 from ._authorize import BotTokenAuthorize
 from ._client import web_client
 from ._readiness import Readiness
@@ -54,9 +54,9 @@ class BotApp:
         self.readiness.warm_in_background(self.diagnoser, before=self.authorize.prime)
 
     def close(self) -> None:
-        """Let queued work finish, then release the ledger; safe to call twice."""
+        """Let ready work finish, then release the ledger; safe to call twice."""
         self.listener_executor.shutdown(wait=True)
-        self.triage.pool.close(wait=True)
+        self.triage.close()
         with contextlib.suppress(StorageError, sqlite3.ProgrammingError):  # already closed
             self.ledger.close()
 
@@ -95,13 +95,16 @@ def build_app(settings: Settings, diagnoser: Diagnoser, recorder: ReplyRecorder 
             authorize=authorize,  # type: ignore[arg-type]  # an `Authorize` is what Bolt calls; it is annotated Callable
             signing_secret=settings.slack_signing_secret or "",
             request_verification_enabled=bool(settings.slack_signing_secret),
-            process_before_response=False,
+            # Listeners run before Slack gets its 200: a paste is in the job queue before the ack, so
+            # no acknowledged paste is lost. They only parse and record; the work is the workers'.
+            process_before_response=True,
             listener_executor=listener_executor,
         )
     ledger = EventLedger.for_settings(settings)
     triage = Triage(
-        diagnoser=diagnoser, recorder=recorder, client=client, ledger=ledger,
-        pool=WorkPool(settings.workers), limiter=ChannelRateLimiter(settings.channel_rate_per_minute),
+        diagnoser=diagnoser, recorder=recorder, client=client, ledger=ledger, queue=JobQueue(ledger.db.reopen()),
+        workers=settings.workers, max_depth=settings.queue_depth,
+        limiter=ChannelRateLimiter(settings.channel_rate_per_minute),
         reader=FileReader(client, settings.slack_bot_token, settings.max_input_bytes),
         bot_user_id=lambda: authorize.bot_user_id,
         history=recorder if isinstance(recorder, ReplyHistory) else None,
@@ -109,9 +112,10 @@ def build_app(settings: Settings, diagnoser: Diagnoser, recorder: ReplyRecorder 
     app.use(DedupeEvents(ledger))
     register_listeners(app, triage, settings)
     if feedback is not None:
-        FeedbackListener(feedback).register(app)
+        FeedbackListener(feedback, after_ack=listener_executor.submit).register(app)
     for extend in extensions:
         extend(app)
     register_fallbacks(app)
+    triage.start()  # the workers: first what a killed process of this host left unanswered
     return BotApp(app=app, settings=settings, diagnoser=diagnoser, recorder=recorder, triage=triage, ledger=ledger,
                   readiness=Readiness(), authorize=authorize, listener_executor=listener_executor)

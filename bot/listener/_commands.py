@@ -7,6 +7,7 @@ The slash command must be acknowledged within 3 s and `views.open` needs the tri
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 from collections.abc import Callable
 
@@ -44,7 +45,8 @@ class CommandListener:
         ack(response_type="ephemeral", text="🔎 Diagnosing…")
         target = Target(channel=channel, thread_ts=None, user=command.get("user_id"), team=command.get("team_id"),
                         response_url=command.get("response_url"), prefer_response_url=True)
-        self._triage.submit(Job(source="command", target=target, text=text, explicit=True))
+        self._triage.submit(Job(source="command", target=target, text=text, explicit=True),
+                            f"command:{command.get('trigger_id') or uuid.uuid4().hex}")
 
     def _open_modal(self, client: WebClient, command: dict[str, Any], channel: str,
                     respond: Callable[..., object]) -> None:

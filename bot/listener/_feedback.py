@@ -42,6 +42,10 @@ REPLY_LOCKS_KEPT = 10_000
 Block = dict[str, Any]
 
 
+def _now(fn: Callable[..., object], *args: Any, **kwargs: Any) -> None:
+    fn(*args, **kwargs)
+
+
 def reaction_direction(name: str) -> int | None:
     base = name.split("::", 1)[0]
     return 1 if base in UP_REACTIONS else -1 if base in DOWN_REACTIONS else None
@@ -65,9 +69,13 @@ class _ReplyLocks:
 
 
 class FeedbackListener:
-    def __init__(self, service: FeedbackService, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, service: FeedbackService, *, clock: Callable[[], float] = time.monotonic,
+                 after_ack: Callable[..., object] | None = None) -> None:
         self.service = service
         self._clock = clock
+        # The Web API calls that follow a stored vote (the tally, the note) run after Slack's 200:
+        # `after_ack(fn, *args)` (an executor's submit); by default in line.
+        self._later = after_ack or _now
         self._reply_lock = _ReplyLocks()
         self._groups_fetched = -1e18
 
@@ -102,7 +110,7 @@ class FeedbackListener:
                 self.service.keep_layout(diagnosis_id, blocks.without_tally(layout))
             except ServetriageError as exc:
                 log.warning("keeping the layout of %s failed: %s", diagnosis_id, exc)
-        self._after_vote(client, result, channel, ts, layout, message.get("text"))
+        self._later(self._after_vote, client, result, channel, ts, layout, message.get("text"))
 
     def on_reaction_added(self, event: dict[str, Any], client: WebClient, context: BoltContext) -> None:
         self._on_reaction(event, client, context, added=True)
@@ -145,9 +153,10 @@ class FeedbackListener:
             respond(text=blocks.not_recorded(str(exc)), response_type="ephemeral", replace_original=False)
             return
         ack()
-        respond(text=blocks.correction_recorded(category, incident), replace_original=True, response_type="ephemeral")
         answer = self.service.answer(diagnosis_id)
-        self._update_reply(client, diagnosis_id, answer.channel, answer.message_ts, None, None)
+        self._later(respond, text=blocks.correction_recorded(category, incident), replace_original=True,
+                    response_type="ephemeral")
+        self._later(self._update_reply, client, diagnosis_id, answer.channel, answer.message_ts, None, None)
 
     def on_new_incident(self, ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient) -> None:
         ack()
@@ -176,9 +185,9 @@ class FeedbackListener:
             return
         ack()
         answer = self.service.answer(diagnosis_id)
-        self._ephemeral(client, answer.channel, user, answer.thread_ts,
-                        blocks.incident_recorded(incident.title, incident.id, category))
-        self._update_reply(client, diagnosis_id, answer.channel, answer.message_ts, None, None)
+        self._later(self._ephemeral, client, answer.channel, user, answer.thread_ts,
+                    blocks.incident_recorded(incident.title, incident.id, category))
+        self._later(self._update_reply, client, diagnosis_id, answer.channel, answer.message_ts, None, None)
 
     # -- after a vote -------------------------------------------------------------------------------
     def _label(self, kind: str, ident: str) -> tuple[str, str | None]:

@@ -12,7 +12,7 @@ from typing import Any
 from slack_bolt import App, BoltContext
 
 from ..detect import looks_like_log, signals, strip_mention, unformat
-from ..triage import Job, SlackFile, Target, Triage
+from ..triage import Job, SlackFile, Target, Triage, delivery_key
 
 
 class MentionListener:
@@ -24,7 +24,7 @@ class MentionListener:
     def register(self, app: App) -> None:
         app.event("app_mention")(self.on_mention)
 
-    def on_mention(self, event: dict[str, Any], context: BoltContext) -> None:
+    def on_mention(self, event: dict[str, Any], context: BoltContext, body: dict[str, Any]) -> None:
         channel, ts = str(event.get("channel") or ""), str(event.get("ts") or "")
         if not channel or not ts or event.get("bot_id"):
             return
@@ -32,11 +32,12 @@ class MentionListener:
         target = Target(channel=channel, thread_ts=thread_ts or ts, user=event.get("user"),
                         team=event.get("team") or context.team_id)
         if thread_ts and thread_ts != ts:
-            self._triage.submit(Job(source="mention", target=target, explicit=True, from_thread_parent=True))
+            self._triage.submit(Job(source="mention", target=target, explicit=True, from_thread_parent=True),
+                                delivery_key(body, f"mention:{channel}:{ts}"))
             return
         text = unformat(strip_mention(event.get("text") or "", context.bot_user_id))
         files = tuple(SlackFile.from_payload(f) for f in event.get("files") or ())
         # "@servetriage hi" is a greeting, not a log: it gets the how-to-ask notice, not "unknown"
         wanted = text if looks_like_log(text) or signals(text).strong else None
         self._triage.submit(Job(source="mention", target=target, text=wanted, files=files, explicit=True,
-                                message_ts=ts))
+                                message_ts=ts), delivery_key(body, f"mention:{channel}:{ts}"))

@@ -13,7 +13,7 @@ from typing import Any
 from slack_bolt import App, BoltContext
 
 from ..detect import looks_like_log, mentions, unformat
-from ..triage import Job, SlackFile, Target, Triage
+from ..triage import Job, SlackFile, Target, Triage, delivery_key
 
 HANDLED_SUBTYPES = frozenset({None, "file_share", "thread_broadcast"})
 
@@ -32,7 +32,7 @@ class MessageListener:
     def watching(self, channel: str | None) -> bool:
         return bool(channel) and (not self._channels or channel in self._channels)
 
-    def on_message(self, event: dict[str, Any], context: BoltContext) -> None:
+    def on_message(self, event: dict[str, Any], context: BoltContext, body: dict[str, Any]) -> None:
         if event.get("subtype") not in HANDLED_SUBTYPES or event.get("bot_id") or event.get("bot_profile"):
             return
         user = event.get("user")
@@ -50,11 +50,14 @@ class MessageListener:
         target = Target(channel=str(channel), thread_ts=event.get("thread_ts") or ts, user=user,
                         team=event.get("team") or context.team_id)
         self._triage.submit(Job(source="file" if files else "message", target=target,
-                                text=text if looks_like_log(text) else None, files=files, message_ts=ts))
+                                text=text if looks_like_log(text) else None, files=files, message_ts=ts),
+                            delivery_key(body, f"message:{channel}:{ts}"))
 
-    def on_file_shared(self, event: dict[str, Any], context: BoltContext) -> None:
-        """`file_shared` names only the file; the pool looks up where it was shared (files.info)."""
+    def on_file_shared(self, event: dict[str, Any], context: BoltContext, body: dict[str, Any]) -> None:
+        """`file_shared` names only the file; the worker looks up where it was shared (files.info)."""
         channel, file_id, user = event.get("channel_id"), event.get("file_id"), event.get("user_id")
         if not file_id or not self.watching(channel) or user == context.bot_user_id:
             return
-        self._triage.follow_file_share(str(channel), str(file_id), user=user, team=context.team_id)
+        target = Target(channel=str(channel), thread_ts=None, user=user, team=context.team_id)
+        self._triage.submit(Job(source="file", target=target, shared_file=str(file_id)),
+                            delivery_key(body, f"file_shared:{channel}:{file_id}"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from slack_bolt import Ack, App
@@ -30,4 +31,5 @@ class ShortcutListener:
                         response_url=shortcut.get("response_url"))
         files = tuple(SlackFile.from_payload(f) for f in message.get("files") or ())
         self._triage.submit(Job(source="shortcut", target=target, text=unformat(message.get("text") or ""),
-                                files=files, explicit=True))
+                                files=files, explicit=True),
+                            f"shortcut:{shortcut.get('trigger_id') or uuid.uuid4().hex}")

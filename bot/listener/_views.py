@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 from slack_bolt import Ack, App
@@ -36,4 +37,5 @@ class ViewListener:
                         team=(body.get("team") or {}).get("id"), response_url=meta.get("response_url"),
                         dm_fallback=True)
         # A modal's input is what the user typed: not Slack-escaped, so it is not unformatted.
-        self._triage.submit(Job(source="modal", target=target, text=text or None, files=files, explicit=True))
+        self._triage.submit(Job(source="modal", target=target, text=text or None, files=files, explicit=True),
+                            f"view:{view.get('id') or uuid.uuid4().hex}:{view.get('hash') or ''}")

@@ -40,12 +40,14 @@ def rate_limited(per_minute: int) -> Reply:
     return notice(f"⏳ This channel has had {per_minute} diagnoses in the last minute; I am holding back. Try again shortly.")
 
 
-def busy() -> Reply:
-    return notice("⏳ I am diagnosing many logs at once right now; please try again in a minute.")
+def queued(depth: int) -> Reply:
+    return notice(f"⏳ I have {depth - 1} other logs to diagnose first; yours is queued and will be answered here. "
+                  "No need to paste it again.")
 
 
-def failed() -> Reply:
-    return notice("⚠️ Something went wrong while diagnosing this log; it has been logged. Please try again.")
+def parked() -> Reply:
+    return notice("⚠️ I could not diagnose this log after three tries; the error is logged for the operators "
+                  "(`servetriage` keeps the job). Paste it again later, or run `servetriage diagnose` on it.")
 
 
 def read_together() -> Reply:

@@ -31,19 +31,25 @@ class EventLedger:
         self._claims = 0
         with db.transaction() as tx:
             tx.serialize("ledger", "create")
-            tx.execute(tx.dialect.ddl(f"CREATE TABLE IF NOT EXISTS {TABLE} (key TEXT PRIMARY KEY, seen_at {{real}} NOT NULL)"))
+            tx.execute(tx.dialect.ddl(f"CREATE TABLE IF NOT EXISTS {TABLE} (key TEXT PRIMARY KEY, seen_at {{real}} NOT NULL, "
+                                      "owner TEXT)"))
+            if tx.dialect.name == "sqlite" and "owner" not in {r[1] for r in tx.all(f"PRAGMA table_info({TABLE})")}:
+                tx.execute(f"ALTER TABLE {TABLE} ADD COLUMN owner TEXT")  # a ledger written before owners
 
     @classmethod
     def for_settings(cls, settings: Settings) -> EventLedger:
         """The shared PostgreSQL ledger with `SERVETRIAGE_DATABASE_URL`, else its own SQLite file."""
         return cls(connect(settings, sqlite_name=FILE_NAME))
 
-    def claim(self, key: str) -> bool:
-        """True the first time `key` is seen (the caller should act), False ever after."""
+    def claim(self, key: str, owner: str | None = None) -> bool:
+        """True the first time `key` is seen (the caller should act), False ever after; with an `owner`
+        (a job's key), True again for that owner (a resumed job reclaims what it had claimed)."""
         now = time.time()
         with self.db.transaction() as tx:
-            fresh = tx.execute(f"INSERT INTO {TABLE} (key, seen_at) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
-                               [key, now]) == 1
+            fresh = tx.execute(f"INSERT INTO {TABLE} (key, seen_at, owner) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
+                               [key, now, owner]) == 1
+            if not fresh and owner is not None:
+                fresh = tx.scalar(f"SELECT owner FROM {TABLE} WHERE key = ?", [key]) == owner
         with self._lock:
             self._claims += 1
             prune = self._claims % PRUNE_EVERY == 0

@@ -77,7 +77,29 @@ class Job:
     explicit: bool = False
     message_ts: str | None = None
     from_thread_parent: bool = False
+    shared_file: str | None = None       # a `file_shared` event: find where the file was shared first
+    # Set when a worker claims the job from the queue (not stored with it):
+    key: str = ""                         # its key in the job queue (what Slack delivered)
+    answered: frozenset[str] = frozenset()  # its inputs already answered by an earlier attempt
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
             raise ValueError(f"unknown job source {self.source!r}")
+
+    def to_payload(self) -> dict[str, Any]:
+        """What the queue stores: everything but the claim's own fields."""
+        out = dataclasses.asdict(self)
+        del out["key"], out["answered"]
+        return out
+
+    @classmethod
+    def from_payload(cls, data: Mapping[str, Any], *, key: str = "", answered: frozenset[str] = frozenset()) -> Job:
+        fields = {k: v for k, v in data.items() if k not in ("target", "files", "key", "answered")}
+        return cls(**fields, target=Target(**data["target"]), files=tuple(SlackFile(**f) for f in data.get("files", ())),
+                   key=key, answered=answered)
+
+
+def delivery_key(body: Mapping[str, Any], fallback: str) -> str:
+    """The queue key of an Events API delivery: its `event_id`, the same on every retry."""
+    event_id = body.get("event_id")
+    return f"event:{event_id}" if event_id else fallback

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
@@ -19,10 +20,10 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from .._protocols import Diagnoser, ReplyHistory, ReplyRecorder
 from ..detect import looks_like_log, mentions, strip_mention, unformat
 from ..render import Reply, notices, render_diagnosis
-from ..store import EventLedger
+from ..store import Claimed, EventLedger, JobQueue
 from ._files import FileReader
-from ._job import Job, SlackFile, Target
-from ._pool import WorkPool
+from ._job import Job, SlackFile
+from ._workers import JobWorkers
 from ._problem import Problem
 from ._ratelimit import ChannelRateLimiter
 from ._respond import Responder
@@ -37,63 +38,108 @@ PLACEHOLDER_BYTES = 2 * 1024 * 1024  # files this big first get a "reading…" l
 EXCERPT_CHARS = 20_000
 THREAD_SCAN = 50
 SEEN_BEFORE = 3                  # earlier answers linked from a reply
+MAX_DEPTH = 200                  # jobs waiting or running past which an asker is told theirs waits
 
 
 class Triage:
-    """Owns the pool, the limiter and the Web API side of answering; listeners only `submit`."""
+    """Owns the queue's workers, the limiter and the Web API side of answering; listeners only `submit`."""
 
     def __init__(self, *, diagnoser: Diagnoser, recorder: ReplyRecorder, client: WebClient, ledger: EventLedger,
-                 pool: WorkPool, limiter: ChannelRateLimiter, reader: FileReader,
-                 bot_user_id: Callable[[], str | None], history: ReplyHistory | None = None) -> None:
+                 queue: JobQueue, workers: int, limiter: ChannelRateLimiter, reader: FileReader,
+                 bot_user_id: Callable[[], str | None], history: ReplyHistory | None = None,
+                 max_depth: int = MAX_DEPTH) -> None:
         self.diagnoser = diagnoser
         self.recorder = recorder
         self.history = history
         self.ledger = ledger
-        self.pool = pool
+        self.queue = queue
+        self.max_depth = max_depth
         self.limiter = limiter
         self.reader = reader
         self.responder = Responder(client)
         self._client = client
         self._bot_user_id = bot_user_id
+        self.workers = JobWorkers(queue, self.work, workers)
+        self._notices = ThreadPoolExecutor(max_workers=1, thread_name_prefix="servetriage-notice")
 
-    def submit(self, job: Job) -> bool:
-        """Queue `job`; when the pool is full an explicit request hears "busy", an implicit one is dropped."""
-        if self.pool.submit(lambda: self.run(job)):
-            return True
-        log.warning("triage pool full; dropping %s job in %s", job.source, job.target.channel)
-        if job.explicit:
-            self.responder.notify(job.target, notices.busy(), private=True)
-        return False
+    def start(self) -> Triage:
+        """Queue again what a killed process of this host left running, then start the workers."""
+        resumed = self.queue.recover()
+        if resumed:
+            log.info("resuming %d job(s) a previous process left unanswered", resumed)
+        self.workers.start()
+        return self
 
-    def follow_file_share(self, channel: str, file_id: str, *, user: str | None, team: str | None) -> bool:
-        """A `file_shared` event: find the sharing message with `files.info`, then run it as a file job."""
-        return self.pool.submit(lambda: self._follow_share(channel, file_id, user, team))
+    def close(self) -> None:
+        """Answer what is ready, then stop the workers (queued jobs wait for the next start)."""
+        self.workers.close()
+        self._notices.shutdown(wait=True)
 
-    def run(self, job: Job) -> None:
+    def submit(self, job: Job, key: str) -> bool:
+        """Record `job` under `key` (durable before the listener returns, so before Slack's ack); a key
+        already recorded (a retry, a second event about one message) adds nothing. Past the queue's
+        depth the job is still recorded and its asker told it waits."""
+        got = self.queue.enqueue(key, job.to_payload(), job.target.channel)
+        if not got.fresh:
+            log.info("%s already recorded; not queued twice", key)
+            return False
+        if got.depth > self.max_depth:
+            log.warning("queue depth %d over %d: %s job in %s waits", got.depth, self.max_depth, job.source,
+                        job.target.channel)
+            self._notices.submit(self.responder.notify, job.target, notices.queued(got.depth), private=job.explicit)
+        self.workers.wake()
+        return True
+
+    def work(self, claimed: Claimed) -> None:
+        """A worker's turn: run the job; done, deferred (the channel's pace) or failed (parked at last)."""
+        job = Job.from_payload(claimed.payload, key=claimed.key, answered=claimed.answered)
         try:
             self._run(job)
-        except Exception:
-            log.exception("%s job in %s failed", job.source, job.target.channel)
-            if job.explicit:
-                self.responder.notify(job.target, notices.failed(), private=True)
+        except Exception as exc:
+            log.exception("%s job %s in %s failed (attempt %d)", job.source, job.key, job.target.channel,
+                          claimed.attempts)
+            if self.queue.failed(job.key, f"{type(exc).__name__}: {exc}"):
+                self.responder.notify(job.target, notices.parked(), private=job.explicit)
+            return
+        self.queue.done(job.key)
 
     # -- steps -------------------------------------------------------------------------------
-    def _follow_share(self, channel: str, file_id: str, user: str | None, team: str | None) -> None:
+    def _follow_share(self, job: Job) -> Job | None:
+        """A `file_shared` event names only the file: find the message that shared it (`files.info`)."""
+        channel, file_id = job.target.channel, job.shared_file or ""
         try:
             file = dict(self._client.files_info(file=file_id).get("file") or {})
         except (SlackApiError, SlackClientError, OSError) as exc:
             log.info("file_shared %s not followed (the message event may still answer): %s", file_id, exc)
-            return
+            return None
         shares = file.get("shares") or {}
         found = [s for kind in ("public", "private") for s in (shares.get(kind) or {}).get(channel, ()) if s.get("ts")]
         if not found:
-            return
+            return None
         share = max(found, key=lambda s: float(s["ts"]))
         ts = str(share["ts"])
-        target = Target(channel=channel, thread_ts=share.get("thread_ts") or ts, user=user, team=team)
-        self.run(Job(source="file", target=target, files=(SlackFile.from_payload(file),), message_ts=ts))
+        target = dataclasses.replace(job.target, thread_ts=share.get("thread_ts") or ts)
+        return dataclasses.replace(job, target=target, files=(SlackFile.from_payload(file),), message_ts=ts,
+                                   shared_file=None)
+
+    def _claim(self, job: Job, part: str) -> bool:
+        """May this job answer this input of its message? Only one job may (two events can describe one
+        message); the job that claimed it may again (a resumed attempt), unless it already answered."""
+        if part in job.answered:
+            return False
+        return not job.message_ts or self.ledger.claim(f"{part}:{job.target.channel}:{job.message_ts}", owner=job.key)
+
+    def _mark(self, job: Job, part: str) -> None:
+        """This input is answered: a resumed attempt of the job will not answer it again."""
+        if job.key:
+            self.queue.answered(job.key, part)
 
     def _run(self, job: Job) -> None:
+        if job.shared_file:
+            followed = self._follow_share(job)
+            if followed is None:
+                return
+            job = followed
         text, files, where = job.text, job.files, "in this message"
         if job.from_thread_parent:
             try:
@@ -105,18 +151,22 @@ class Triage:
         answered = 0
         read: list[tuple[LogText, str | None]] = []  # (log, its "reading…" placeholder)
         for f in files[:MAX_FILES]:
-            if job.message_ts and not self.ledger.claim(f"file:{f.id}:{job.target.channel}:{job.message_ts}"):
+            if not self._claim(job, f"file:{f.id}"):
+                answered += int(f"file:{f.id}" in job.answered)
                 continue
             said, got = self._file(job, f)
             answered += said
             if got is not None:
                 read.append(got)
+            else:
+                self._mark(job, f"file:{f.id}")
         if read:
             answered += 1
             self._answer_files(job, read)
+            for f in files[:MAX_FILES]:
+                self._mark(job, f"file:{f.id}")
         pasted = text is not None and bool(text.strip()) and (not files or looks_like_log(text))
-        if text is not None and pasted and (not job.message_ts
-                                            or self.ledger.claim(f"text:{job.target.channel}:{job.message_ts}")):
+        if text is not None and pasted and self._claim(job, "text"):
             from servetriage.classifier import from_text  # noqa: PLC0415 (the engine's decoder, on use)
             pasted_log = from_text(text, "message")
             earlier = self._thread_log(job)
@@ -125,9 +175,13 @@ class Triage:
                     self._answer_together(job, [earlier, pasted_log], None)
                 else:
                     self._answer(job, pasted_log, label=None)
+            self._mark(job, "text")
             answered += 1
-        if not answered and job.explicit:
+        elif "text" in job.answered:
+            answered += 1
+        if not answered and job.explicit and "nothing" not in job.answered:
             self.responder.deliver(job.target, notices.nothing_to_diagnose(where))
+            self._mark(job, "nothing")
 
     def _file(self, job: Job, f: SlackFile) -> tuple[int, tuple[LogText, str | None] | None]:
         """Read one attached file: (replies said about it, the log and its placeholder when it was read)."""

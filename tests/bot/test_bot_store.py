@@ -61,13 +61,57 @@ def test_the_channel_rate_limit_is_a_sliding_minute():
     assert limiter.allow("C1")
 
 
-def test_the_pool_refuses_work_beyond_its_queue_instead_of_queueing_forever():
-    from servetriage.bot.triage import WorkPool
+def test_a_job_is_recorded_once_and_claimed_by_one_replica(database_url):
+    from servetriage.bot.store import JobQueue
 
-    gate = threading.Event()
-    pool = WorkPool(workers=1, max_pending=2)
-    assert pool.submit(gate.wait) and pool.submit(gate.wait)
-    assert not pool.submit(gate.wait)
-    gate.set()
-    pool.close(wait=True)
-    assert not pool.submit(lambda: None)
+    replicas = [JobQueue(connect(database_url), owner=f"host:{n}") for n in (1, 2)]
+    first = replicas[0].enqueue("event:Ev1", {"n": 1}, "C1")
+    again = replicas[1].enqueue("event:Ev1", {"n": 2}, "C1")  # Slack's retry, at the other replica
+    assert first.fresh and not again.fresh and first.depth == 1
+    for n in range(2, 10):
+        replicas[n % 2].enqueue(f"event:Ev{n}", {"n": n}, "C1")
+    taken: list[str] = []
+    barrier = threading.Barrier(4)
+
+    def worker(queue) -> None:
+        barrier.wait()
+        while (c := queue.claim()) is not None:
+            taken.append(c.key)
+            queue.done(c.key)
+
+    threads = [threading.Thread(target=worker, args=(replicas[i % 2],)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(taken) == sorted(f"event:Ev{n}" for n in range(1, 10))  # each once, whoever took it
+    assert replicas[0].counts()["done"] == 9 and replicas[0].pending() == 0
+    for q in replicas:
+        q.close()
+
+
+def test_a_failing_job_is_retried_then_parked_and_a_dead_owners_job_resumes(database_url, monkeypatch):
+    from servetriage.bot.store import JobQueue, _jobs
+
+    monkeypatch.setattr(_jobs, "RETRY_BACKOFF_S", 0.0)
+    queue = JobQueue(connect(database_url), owner="thishost:1")
+    queue.enqueue("command:T1", {"text": "log"}, "C1")
+    for attempt in range(1, 4):
+        c = queue.claim()
+        assert c is not None and c.attempts == attempt
+        parked = queue.failed(c.key, "RuntimeError: boom")
+        assert parked == (attempt == 3)
+    assert queue.claim() is None and [p["key"] for p in queue.parked()] == ["command:T1"]
+
+    queue.enqueue("event:Ev9", {"text": "log"}, "C1")
+    dead = JobQueue(connect(database_url), owner="thishost:999999999")  # a pid no process has
+    c = dead.claim()
+    dead.answered(c.key, "file:F1")
+    assert queue.claim() is None  # held by its (now dead) owner, within its lease
+    assert queue.recover() == 1
+    again = queue.claim()
+    assert again.key == "event:Ev9" and again.answered == frozenset({"file:F1"}) and again.attempts == 1
+    queue.defer(again.key, 60.0)  # the channel's pace: later, the attempt not counted
+    assert queue.claim() is None and queue.counts()["queued"] == 1
+    queue.close()
+    dead.close()
