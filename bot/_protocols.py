@@ -71,8 +71,8 @@ class EarlierAnswer(Protocol):
 class ReplyHistory(Protocol):
     """What a recorder that keeps its answers can say about earlier ones (the feedback store's does)."""
 
-    def earlier(self, *, team: str | None, category: str, incident: str | None,
-                limit: int = ...) -> Sequence[EarlierAnswer]: ...
+    def earlier(self, *, team: str | None, category: str, incident: str | None, limit: int = ...,
+                channel: str | None = ..., since: float | None = ...) -> Sequence[EarlierAnswer]: ...
 
     def asked_for_more(self, *, channel: str, thread_ts: str) -> str | None:
         """The log (redacted) of the thread's latest answer that said what was missing, if any."""

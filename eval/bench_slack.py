@@ -6,6 +6,7 @@ and until the answer reaches the stand-in (chat.postMessage, or the chat.update 
 the "reading…" placeholder of a large file). Usage:
 
     python eval/bench_slack.py [--runs 20] [--file-mb 50] [--embeddings] [--json]
+    python eval/bench_slack.py --storm 40 [--channels 1] [--embeddings]   # concurrent pastes, paced
 """
 
 from __future__ import annotations
@@ -107,10 +108,55 @@ def measure(runs: int, file_mb: int, embeddings: bool) -> dict:
     }
 
 
+def storm(pastes: int, channels: int, embeddings: bool, pace: int = 60) -> dict:
+    """`pastes` different messages at once over `channels` channels (concurrent signed requests), the
+    bot at Slack's pace (`pace` replies per channel per minute), the feedback store recording (so a
+    repeat in a channel gets a pointer): every ack timed, every paste's reply awaited."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from servetriage.corpus import load_corpus
+    from servetriage.feedback import FeedbackStore, StoreFeedback
+
+    data = Path(tempfile.mkdtemp(prefix="bench-storm-"))
+    with SlackStandIn() as slack:
+        settings = Settings(embeddings=embeddings, data_dir=data, slack_bot_token=slack.token, workers=4,
+                            slack_signing_secret=SECRET, slack_api_url=slack.api_url, channel_rate_per_minute=pace)
+        store = FeedbackStore(settings.db_path)
+        bot = build_app(settings, Engine(settings), recorder=store.replies, feedback=StoreFeedback(store, load_corpus()))
+        bot.warm_in_background()
+        bot.readiness.wait(600)
+        server = HttpServer(HttpAdapter(bot).asgi(), "127.0.0.1", 0).start()
+        url = server.url + "/slack/events"
+        bodies = []
+        for i in range(pastes):
+            ts = f"1712003{i:03d}.000100"
+            body = json.dumps(event_envelope(message_event("```\n" + PASTE + "```", ts=ts, channel=f"C{i % channels:04d}")))
+            bodies.append((ts, body))
+        try:
+            start = time.perf_counter()
+            with ThreadPoolExecutor(max_workers=min(64, pastes)) as pool:
+                sent = {ts: time.perf_counter() for ts, _ in bodies}
+                acks = list(pool.map(lambda tb: post(url, tb[1]), bodies))
+            replies = slack.wait_for("chat.postMessage", pastes, timeout=600)
+            wall = time.perf_counter() - start
+            time.sleep(1.0)
+            posted = slack.calls_to("chat.postMessage")
+            threads = [c.args.get("thread_ts") for c in posted]
+            reply_s = [c.at - sent[str(c.args.get("thread_ts"))] for c in replies if c.args.get("thread_ts") in sent]
+        finally:
+            server.stop()
+            bot.close()
+            store.close()
+    return {"pastes": pastes, "channels": channels, "pace_per_minute": pace,
+            "answered_once": len(set(threads)) == pastes == len(threads),
+            "pointers": sum(1 for c in posted if c.text.startswith("🔁")),
+            "ack_ms": _stats(acks), "reply_ms": _stats(reply_s), "answers_per_s": round(pastes / wall, 1)}
+
+
 def _stats(seconds: list[float]) -> dict:
     ms = sorted(s * 1000 for s in seconds)
     return {"median": round(statistics.median(ms), 1), "p95": round(ms[min(len(ms) - 1, int(0.95 * len(ms)))], 1),
-            "max": round(ms[-1], 1)}
+            "p99": round(ms[min(len(ms) - 1, int(0.99 * len(ms)))], 1), "max": round(ms[-1], 1)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,7 +165,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--file-mb", type=int, default=50)
     p.add_argument("--embeddings", action="store_true", help="the full engine (default: rules only)")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--storm", type=int, metavar="N", help="instead: N pastes at once (see --channels)")
+    p.add_argument("--channels", type=int, default=1, help="with --storm: spread over this many channels")
     args = p.parse_args(argv)
+    if args.storm:
+        print(json.dumps(storm(args.storm, args.channels, args.embeddings)))
+        return 0
     result = measure(args.runs, args.file_mb, args.embeddings)
     if args.json:
         print(json.dumps(result))

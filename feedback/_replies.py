@@ -109,10 +109,10 @@ class Replies:
             raise NotFound(f"no diagnosis {diagnosis_id!r}")
         return _row(rows[0])
 
-    def earlier(self, *, team: str | None, category: str, incident: str | None,
-                limit: int = SEEN_BEFORE) -> list[EarlierAnswer]:
+    def earlier(self, *, team: str | None, category: str, incident: str | None, limit: int = SEEN_BEFORE,
+                channel: str | None = None, since: float | None = None) -> list[EarlierAnswer]:
         """The newest posted answers of this workspace to the same incident (else category), counting
-        those on-call corrected to it; never across workspaces."""
+        those on-call corrected to it; never across workspaces (optionally: one channel, a time on)."""
         match = ("(d.incident = ? OR (e.kind = 'corrected' AND e.incident = ?))" if incident else
                  "(d.category = ? OR (e.kind = 'corrected' AND e.category = ?))")
         key = incident or category
@@ -122,7 +122,9 @@ class Replies:
             "(SELECT COUNT(*) FROM votes v WHERE v.diagnosis_id = d.id AND v.direction = -1) AS down "
             "FROM diagnoses d LEFT JOIN examples e ON e.diagnosis_id = d.id "
             f"WHERE COALESCE(d.team, '') = ? AND d.message_ts IS NOT NULL AND {match} "
-            "ORDER BY d.created DESC, d.id LIMIT ?", [team or "", key, key, int(limit)])
+            f"{'AND d.channel = ? ' if channel is not None else ''}AND d.created >= ? "
+            "ORDER BY d.created DESC, d.id LIMIT ?",
+            [team or "", key, key, *([channel] if channel is not None else []), since or 0.0, int(limit)])
         return [EarlierAnswer(r["id"], float(r["created"]), r["channel"], r["thread_ts"], r["message_ts"], r["category"],
                               int(r["up"]), int(r["down"]),
                               r["label"] if r["kind"] == "corrected" and r["label"] != r["category"] else None)

@@ -71,8 +71,9 @@ class Settings:
     #: SERVETRIAGE_QUEUE_DEPTH — jobs waiting or running past which an asker is told theirs waits
     #: (it is still recorded and answered).
     queue_depth: int = 200
-    #: SERVETRIAGE_CHANNEL_RATE — replies per channel per minute.
-    channel_rate_per_minute: int = 20
+    #: SERVETRIAGE_CHANNEL_RATE — replies per channel per minute, evenly paced (Slack allows about one
+    #: message per second per channel); a storm is answered in turn, never dropped. 0: no pacing.
+    channel_rate_per_minute: int = 60
     #: SERVETRIAGE_TRAINERS — Slack user ids whose votes train the model (empty: everyone).
     trainer_allowlist: tuple[str, ...] = ()
 

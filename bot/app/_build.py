@@ -25,7 +25,7 @@ from .._protocols import Diagnoser, FeedbackService, ReplyHistory, ReplyRecorder
 from ..listener import FeedbackListener, register_fallbacks, register_listeners
 from ..middleware import DedupeEvents
 from ..store import EventLedger, InMemoryRecorder, JobQueue
-from ..triage import ChannelRateLimiter, FileReader, Triage
+from ..triage import ChannelPacer, FileReader, Triage
 from ._authorize import BotTokenAuthorize
 from ._client import web_client
 from ._readiness import Readiness
@@ -104,7 +104,7 @@ def build_app(settings: Settings, diagnoser: Diagnoser, recorder: ReplyRecorder 
     triage = Triage(
         diagnoser=diagnoser, recorder=recorder, client=client, ledger=ledger, queue=JobQueue(ledger.db.reopen()),
         workers=settings.workers, max_depth=settings.queue_depth,
-        limiter=ChannelRateLimiter(settings.channel_rate_per_minute),
+        pacer=ChannelPacer(settings.channel_rate_per_minute),
         reader=FileReader(client, settings.slack_bot_token, settings.max_input_bytes),
         bot_user_id=lambda: authorize.bot_user_id,
         history=recorder if isinstance(recorder, ReplyHistory) else None,

@@ -36,10 +36,6 @@ def nothing_to_diagnose(where: str) -> Reply:
     return notice(f"🤔 I found no log {escape(where)}. {HELP}")
 
 
-def rate_limited(per_minute: int) -> Reply:
-    return notice(f"⏳ This channel has had {per_minute} diagnoses in the last minute; I am holding back. Try again shortly.")
-
-
 def queued(depth: int) -> Reply:
     return notice(f"⏳ I have {depth - 1} other logs to diagnose first; yours is queued and will be answered here. "
                   "No need to paste it again.")
@@ -48,6 +44,12 @@ def queued(depth: int) -> Reply:
 def parked() -> Reply:
     return notice("⚠️ I could not diagnose this log after three tries; the error is logged for the operators "
                   "(`servetriage` keeps the job). Paste it again later, or run `servetriage diagnose` on it.")
+
+
+def same_failure(link: str, category: str, up: int, down: int) -> Reply:
+    votes = f", 👍 {up}" + (f" 👎 {down}" if down else "") if up or down else ""
+    return notice(f"🔁 Same failure as <{link}|this answer> a few minutes ago: {code(category)}{votes}. "
+                  "Mention me here if this one is different.")
 
 
 def read_together() -> Reply:

@@ -6,8 +6,8 @@ from ._job import Job, SlackFile, Target, delivery_key
 from ._pipeline import Triage, excerpt
 from ._workers import JobWorkers
 from ._problem import Problem
-from ._ratelimit import ChannelRateLimiter
+from ._ratelimit import ChannelPacer, Defer
 from ._respond import Responder
 
-__all__ = ["ChannelRateLimiter", "FileReader", "Job", "JobWorkers", "Problem", "Responder", "SlackFile", "Target",
+__all__ = ["ChannelPacer", "Defer", "FileReader", "Job", "JobWorkers", "Problem", "Responder", "SlackFile", "Target",
            "Triage", "delivery_key", "excerpt", "is_text_like"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,7 @@ from ._files import FileReader
 from ._job import Job, SlackFile
 from ._workers import JobWorkers
 from ._problem import Problem
-from ._ratelimit import ChannelRateLimiter
+from ._ratelimit import ChannelPacer, Defer
 from ._respond import Responder
 
 if TYPE_CHECKING:
@@ -39,13 +40,14 @@ EXCERPT_CHARS = 20_000
 THREAD_SCAN = 50
 SEEN_BEFORE = 3                  # earlier answers linked from a reply
 MAX_DEPTH = 200                  # jobs waiting or running past which an asker is told theirs waits
+COALESCE_S = 10 * 60             # a paste of a failure answered in the channel this recently gets a pointer
 
 
 class Triage:
-    """Owns the queue's workers, the limiter and the Web API side of answering; listeners only `submit`."""
+    """Owns the queue's workers, the pacer and the Web API side of answering; listeners only `submit`."""
 
     def __init__(self, *, diagnoser: Diagnoser, recorder: ReplyRecorder, client: WebClient, ledger: EventLedger,
-                 queue: JobQueue, workers: int, limiter: ChannelRateLimiter, reader: FileReader,
+                 queue: JobQueue, workers: int, pacer: ChannelPacer, reader: FileReader,
                  bot_user_id: Callable[[], str | None], history: ReplyHistory | None = None,
                  max_depth: int = MAX_DEPTH) -> None:
         self.diagnoser = diagnoser
@@ -54,7 +56,7 @@ class Triage:
         self.ledger = ledger
         self.queue = queue
         self.max_depth = max_depth
-        self.limiter = limiter
+        self.pacer = pacer
         self.reader = reader
         self.responder = Responder(client)
         self._client = client
@@ -95,6 +97,11 @@ class Triage:
         job = Job.from_payload(claimed.payload, key=claimed.key, answered=claimed.answered)
         try:
             self._run(job)
+        except Defer as later:
+            log.info("%s job %s in %s waits %.1f s for the channel's pace", job.source, job.key, job.target.channel,
+                     later.seconds)
+            self.queue.defer(job.key, later.seconds)
+            return
         except Exception as exc:
             log.exception("%s job %s in %s failed (attempt %d)", job.source, job.key, job.target.channel,
                           claimed.attempts)
@@ -170,11 +177,11 @@ class Triage:
             from servetriage.classifier import from_text  # noqa: PLC0415 (the engine's decoder, on use)
             pasted_log = from_text(text, "message")
             earlier = self._thread_log(job)
-            if self._slot(job):
-                if earlier is not None:
-                    self._answer_together(job, [earlier, pasted_log], None)
-                else:
-                    self._answer(job, pasted_log, label=None)
+            self._pace(job)
+            if earlier is not None:
+                self._answer_together(job, [earlier, pasted_log], None)
+            else:
+                self._answer(job, pasted_log, label=None)
             self._mark(job, "text")
             answered += 1
         elif "text" in job.answered:
@@ -191,8 +198,8 @@ class Triage:
         except Problem as problem:
             if problem.quiet and not job.explicit:
                 return 0, None
-            if self._slot(job):
-                self.responder.deliver(job.target, problem.reply)
+            self._pace(job)
+            self.responder.deliver(job.target, problem.reply)
             return 1, None
         placeholder = None
         if f.size and f.size >= PLACEHOLDER_BYTES:
@@ -208,8 +215,7 @@ class Triage:
         follow-up to an answer that asked for another log) are read together, on one timeline."""
         from servetriage.classifier import split_members  # noqa: PLC0415 (the engine's reader, on use)
 
-        if not self._slot(job):
-            return
+        self._pace(job)
         logs = [member for log, _ in read for member in split_members(log)]
         placeholder = next((p for _, p in read if p), None)
         for _, other in read:
@@ -259,7 +265,12 @@ class Triage:
         return from_text(first, "earlier in this thread")
 
     def _answer(self, job: Job, text: LogText, label: str | None, placeholder: str | None = None) -> None:
-        diagnosis = self._seen_before(job, self.diagnoser.diagnose(text))
+        diagnosis = self.diagnoser.diagnose(text)
+        same = self._same_as_recent(job, diagnosis)
+        if same is not None:
+            self._say(job, same, placeholder)
+            return
+        diagnosis = self._seen_before(job, diagnosis)
         diagnosis_id = self._record(job, diagnosis, text)
         ts = self._say(job, render_diagnosis(diagnosis, diagnosis_id, label), placeholder)
         if ts:
@@ -295,6 +306,24 @@ class Triage:
                 break
         return dataclasses.replace(d, seen_before=tuple(seen)) if seen else d
 
+    def _same_as_recent(self, job: Job, d: Diagnosis) -> Reply | None:
+        """In a storm, a paste of the failure this channel was answered about minutes ago gets a pointer
+        to that answer instead of a copy (asked-for answers are always given in full)."""
+        if self.history is None or d.is_unknown or job.explicit:
+            return None
+        t = job.target
+        try:
+            recent = self.history.earlier(team=t.team, category=d.category, incident=d.incident.id if d.incident else None,
+                                          limit=2, channel=t.channel, since=time.time() - COALESCE_S)
+        except Exception:
+            log.exception("reading recent answers failed")
+            return None
+        first = next((e for e in recent if e.thread_ts != t.thread_ts and e.corrected_to is None), None)
+        if first is None:
+            return None
+        link = self.responder.permalink(first.channel, first.message_ts)
+        return notices.same_failure(link, first.category, first.up, first.down) if link else None
+
     def _say(self, job: Job, reply: Reply, placeholder: str | None) -> str | None:
         if placeholder and self.responder.update(job.target.channel, placeholder, reply):
             return placeholder
@@ -310,14 +339,9 @@ class Triage:
             log.exception("recorder.record failed; the buttons get an unrecorded id")
             return uuid.uuid4().hex
 
-    def _slot(self, job: Job) -> bool:
-        if self.limiter.allow(job.target.channel):
-            return True
-        log.info("channel %s over %d replies/minute; %s job held back", job.target.channel,
-                 self.limiter.per_minute, job.source)
-        if job.explicit:
-            self.responder.notify(job.target, notices.rate_limited(self.limiter.per_minute), private=True)
-        return False
+    def _pace(self, job: Job) -> None:
+        """Wait for the channel's next reply slot (a short wait here; a long one defers the job)."""
+        self.pacer.wait(job.target.channel)
 
     def _thread_inputs(self, job: Job) -> tuple[str | None, tuple[SlackFile, ...]]:
         """The thread's first message (text and files); if it holds no log, the latest message that does."""

@@ -1,32 +1,49 @@
-"""At most N replies per channel per minute, so an incident storm does not become a bot storm."""
+"""Pacing replies to Slack's own limit: about one message per second per channel.
+
+An incident storm is answered, not dropped: each channel has a next free slot; a reply that would
+come too early waits for it (a short wait in the worker), or its job goes back to the queue until
+then (a long one), so every paste gets its answer in turn.
+"""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 
+INLINE_WAIT_S = 2.0     # a wait up to this is slept in the worker; a longer one defers the job
 
-class ChannelRateLimiter:
-    """A sliding one-minute window per channel; `allow()` takes a slot when one is free."""
 
-    def __init__(self, per_minute: int, clock: Callable[[], float] = time.monotonic, window_s: float = 60.0) -> None:
+class Defer(Exception):
+    """The job's next reply must wait `seconds`: back to the queue until then."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"deferred {seconds:.1f} s")
+        self.seconds = seconds
+
+
+class ChannelPacer:
+    """`per_minute` replies per channel, evenly spaced; 0 means no pacing."""
+
+    def __init__(self, per_minute: int, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         self.per_minute = per_minute
+        self.interval = 60.0 / per_minute if per_minute > 0 else 0.0
         self._clock = clock
-        self._window = window_s
-        self._sent: dict[str, deque[float]] = {}
+        self._sleep = sleep
+        self._next: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def allow(self, channel: str) -> bool:
-        if self.per_minute <= 0:
-            return True
-        now = self._clock()
+    def wait(self, channel: str) -> None:
+        """Take the channel's next slot: sleep until it when it is near, else raise `Defer`."""
+        if self.interval <= 0:
+            return
         with self._lock:
-            q = self._sent.setdefault(channel, deque())
-            while q and now - q[0] >= self._window:
-                q.popleft()
-            if len(q) >= self.per_minute:
-                return False
-            q.append(now)
-            return True
+            now = self._clock()
+            slot = max(now, self._next.get(channel, now))
+            delay = slot - now
+            if delay > INLINE_WAIT_S:
+                raise Defer(delay)
+            self._next[channel] = slot + self.interval
+        if delay > 0:
+            self._sleep(delay)

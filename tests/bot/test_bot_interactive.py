@@ -147,14 +147,24 @@ def test_extensions_register_listeners_that_take_precedence(start_bot, settings,
     assert clicks == ["d-42"]
 
 
-def test_an_explicit_request_over_the_channel_rate_is_told_privately(start_bot, settings, slack):
+def test_past_the_queue_depth_an_explicit_request_is_told_it_waits_and_is_still_answered(start_bot, settings, slack,
+                                                                                         engine):
     import dataclasses
+    import time
 
-    bot = start_bot(dataclasses.replace(settings, channel_rate_per_minute=1))
-    for i in range(2):
+    class Slow:
+        def diagnose(self, log):
+            time.sleep(0.3)  # so the later requests find the first still running
+            return engine.diagnose(log)
+
+        def warm(self):
+            return self
+
+    bot = start_bot(dataclasses.replace(settings, queue_depth=1, workers=1), diagnoser=Slow())
+    for i in range(3):
         bot.event({"type": "app_mention", "user": "U0002", "channel": "C0RATE", "ts": f"1712000600.00010{i}",
                    "text": "<@UBOT> " + slack_escape("```\n" + OOM_LOG + "```")})
-    [ephemeral] = slack.wait_for("chat.postEphemeral")
     bot.drain()
-    assert len(replies(slack)) == 1
-    assert ephemeral.args["user"] == "U0002" and ephemeral.args["channel"] == "C0RATE" and "Try again" in ephemeral.text
+    waits = [c for c in slack.calls_to("chat.postEphemeral") if "queued" in c.text]
+    assert waits and all(c.args["user"] == "U0002" and c.args["channel"] == "C0RATE" for c in waits)
+    assert len(replies(slack)) == 3  # every one answered

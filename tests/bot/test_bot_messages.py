@@ -104,14 +104,24 @@ def test_channel_allowlist(start_bot, settings, slack):
     assert [c.args["channel"] for c in replies(slack)] == ["C0WATCHED"]
 
 
-def test_per_channel_rate_limit(start_bot, settings, slack):
-    bot = start_bot(dataclasses.replace(settings, channel_rate_per_minute=2))
+def test_a_storm_in_one_channel_is_paced_not_dropped(start_bot, settings, slack):
+    bot = start_bot(dataclasses.replace(settings, channel_rate_per_minute=120))  # one reply every 0.5 s
     for _ in range(4):
         bot.event(message_event(_fenced(OOM_LOG), channel="C0BUSY"))
     bot.event(message_event(_fenced(OOM_LOG), channel="C0CALM"))
     bot.drain()
-    per_channel = [c.args["channel"] for c in replies(slack)]
-    assert per_channel.count("C0BUSY") == 2 and per_channel.count("C0CALM") == 1
+    busy = [c.at for c in replies(slack) if c.args["channel"] == "C0BUSY"]
+    assert len(busy) == 4 and len([c for c in replies(slack) if c.args["channel"] == "C0CALM"]) == 1
+    assert all(b - a >= 0.45 for a, b in zip(busy, busy[1:]))  # paced, every paste answered
+
+
+def test_past_a_long_wait_the_job_goes_back_to_the_queue_until_its_turn(start_bot, settings, slack):
+    bot = start_bot(dataclasses.replace(settings, channel_rate_per_minute=2))  # one reply every 30 s
+    for _ in range(3):
+        bot.event(message_event(_fenced(OOM_LOG), channel="C0BUSY"))
+    bot.drain()
+    assert len(replies(slack)) == 1
+    assert bot.bot.triage.queue.counts()["queued"] == 2  # waiting their turn: recorded, not dropped
 
 
 def test_ratelimited_post_is_retried_after_retry_after(bot, slack):

@@ -84,3 +84,25 @@ def test_nothing_crosses_workspaces(with_store, slack):
         tx.execute("UPDATE diagnoses SET team = 'TOTHER'")
     bot.event(message_event(OOM_LOG, channel="C2", user="UB", ts="1700000100.000100"))
     assert "Seen before" not in str(_answer(slack, 2).blocks)
+
+
+def test_in_a_storm_the_same_failure_in_one_channel_gets_a_pointer_not_a_copy(with_store, slack):
+    bot, store = with_store
+    bot.event(message_event(OOM_LOG, channel="C1", user="UA", ts="1700000000.000100"))
+    _answer(slack, 1)
+    _posted(store, 1)
+    [row] = store.db.query("SELECT id, message_ts FROM diagnoses")
+    store.votes.vote(row["id"], "U1", True)
+    for n in range(2):
+        bot.event(message_event(OOM_LOG, channel="C1", user=f"U{n}", ts=f"17000001{n}0.000100"))
+    replies = slack.wait_for("chat.postMessage", 3)
+    link = "https://stand-in.slack.com/archives/C1/p" + row["message_ts"].replace(".", "")
+    for pointer in replies[1:]:
+        assert pointer.text.startswith("🔁 Same failure as") and link in pointer.text and "👍 1" in pointer.text
+        assert not any(b.get("block_id") == "servetriage_feedback" for b in pointer.blocks)  # no copy of the answer
+    assert {r.args["thread_ts"] for r in replies[1:]} == {"1700000100.000100", "1700000110.000100"}
+    # asked for explicitly, the answer is given in full
+    bot.event({"type": "app_mention", "user": "U9", "channel": "C1", "ts": "1700000200.000100",
+               "text": "<@UBOT> ```\n" + OOM_LOG + "```"})
+    full = slack.wait_for("chat.postMessage", 4)[3]
+    assert any(b.get("block_id") == "servetriage_feedback" for b in full.blocks)

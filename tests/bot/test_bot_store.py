@@ -5,8 +5,10 @@ from __future__ import annotations
 import sqlite3
 import threading
 
+import pytest
+
 from servetriage.bot import EventLedger, InMemoryRecorder, ReplyRecorder
-from servetriage.bot.triage import ChannelRateLimiter
+from servetriage.bot.triage import ChannelPacer, Defer
 from servetriage.storage import connect
 
 
@@ -52,14 +54,22 @@ def test_the_in_memory_recorder_is_a_bounded_reply_recorder():
     assert rec.get(ids[2]).reply_ts == "99.1"
 
 
-def test_the_channel_rate_limit_is_a_sliding_minute():
-    now = [0.0]
-    limiter = ChannelRateLimiter(2, clock=lambda: now[0])
-    assert limiter.allow("C1") and limiter.allow("C1") and not limiter.allow("C1")
-    assert limiter.allow("C2")
-    now[0] = 60.0
-    assert limiter.allow("C1")
-
+def test_replies_are_paced_per_channel_and_a_long_wait_defers_the_job():
+    now, slept = [0.0], []
+    pacer = ChannelPacer(60, clock=lambda: now[0], sleep=slept.append)  # one a second
+    pacer.wait("C1")
+    pacer.wait("C1")        # the next slot is a second away: slept in the worker
+    pacer.wait("C2")        # another channel has its own pace
+    assert slept == [1.0]
+    pacer.wait("C1")        # two seconds away: still slept
+    assert slept == [1.0, 2.0]
+    with pytest.raises(Defer) as later:
+        pacer.wait("C1")    # three seconds away: back to the queue until then
+    assert later.value.seconds == 3.0
+    now[0] = 10.0
+    pacer.wait("C1")
+    assert slept == [1.0, 2.0]  # its slot has come
+    ChannelPacer(0).wait("C1")  # 0: no pacing
 
 def test_a_job_is_recorded_once_and_claimed_by_one_replica(database_url):
     from servetriage.bot.store import JobQueue

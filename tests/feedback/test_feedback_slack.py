@@ -71,7 +71,7 @@ class Client:
 def served(fb_settings, fb_corpus):
     with StandIn() as slack:
         settings = dataclasses.replace(fb_settings, slack_bot_token=slack.token, slack_signing_secret=SECRET,
-                                       slack_api_url=slack.api_url, workers=2, channel_rate_per_minute=60,
+                                       slack_api_url=slack.api_url, workers=2, channel_rate_per_minute=0,
                                        trainer_allowlist=("SONCALL",))
         parts = for_bot(settings, corpus=fb_corpus, debounce_s=0.2)
         bot = build_app(settings, parts.diagnoser, recorder=parts.recorder, feedback=parts.feedback)
