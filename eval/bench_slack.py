@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from concurrent.futures import ThreadPoolExecutor
 import statistics
 import sys
 import tempfile
@@ -25,6 +26,8 @@ from servetriage import Settings
 from servetriage.bot import HttpAdapter, HttpServer, build_app
 from servetriage.bot.standin import Call, SlackStandIn, event_envelope, message_event, signed_headers
 from servetriage.classifier import Engine
+from servetriage.corpus import load_corpus
+from servetriage.feedback import FeedbackStore, StoreFeedback
 
 SECRET = "bench-signing-secret"
 MB = 1024 * 1024
@@ -112,11 +115,6 @@ def storm(pastes: int, channels: int, embeddings: bool, pace: int = 60) -> dict:
     """`pastes` different messages at once over `channels` channels (concurrent signed requests), the
     bot at Slack's pace (`pace` replies per channel per minute), the feedback store recording (so a
     repeat in a channel gets a pointer): every ack timed, every paste's reply awaited."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from servetriage.corpus import load_corpus
-    from servetriage.feedback import FeedbackStore, StoreFeedback
-
     data = Path(tempfile.mkdtemp(prefix="bench-storm-"))
     with SlackStandIn() as slack:
         settings = Settings(embeddings=embeddings, data_dir=data, slack_bot_token=slack.token, workers=4,
