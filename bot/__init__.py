@@ -11,8 +11,9 @@ bot's). Subpackages follow slack-bolt's layout: `app` (building the App), `adapt
 `triage` (the work after the ack), `store`, `detect`, and `standin` (a local Slack Web API).
 """
 
+from ._metrics import Metrics
 from ._protocols import Diagnoser, FeedbackService, ReplyRecorder
-from ._serve import serve
+from ._serve import JsonLines, serve
 from .adapter import EVENTS_PATH, HttpAdapter, HttpServer, SocketModeAdapter
 from .app import BotApp, Extension, build_app
 from .render import FEEDBACK_DOWN, FEEDBACK_UP, MODAL_CALLBACK, Reply, render_diagnosis
@@ -20,7 +21,7 @@ from .listener import COMMAND, SHORTCUT
 from .store import EventLedger, InMemoryRecorder
 
 __all__ = [
-    "BotApp", "COMMAND", "Diagnoser", "EVENTS_PATH", "EventLedger", "Extension", "FEEDBACK_DOWN", "FEEDBACK_UP",
-    "FeedbackService", "HttpAdapter", "HttpServer", "InMemoryRecorder", "MODAL_CALLBACK", "ReplyRecorder", "Reply", "SHORTCUT",
-    "SocketModeAdapter", "build_app", "render_diagnosis", "serve",
+    "BotApp", "build_app", "COMMAND", "Diagnoser", "EventLedger", "EVENTS_PATH", "Extension", "FEEDBACK_DOWN",
+    "FEEDBACK_UP", "FeedbackService", "HttpAdapter", "HttpServer", "InMemoryRecorder", "JsonLines", "Metrics",
+    "MODAL_CALLBACK", "render_diagnosis", "Reply", "ReplyRecorder", "serve", "SHORTCUT", "SocketModeAdapter",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import sys
@@ -11,6 +12,7 @@ from collections.abc import Iterable
 from servetriage._errors import ConfigError
 from servetriage._settings import Settings
 
+from ._metrics import Metrics
 from ._protocols import Diagnoser, FeedbackService, ReplyRecorder
 from .app import Extension, build_app
 
@@ -21,15 +23,16 @@ MISSING = ("Slack is not configured: set SLACK_BOT_TOKEN (xoxb-…) and either S
 
 
 def serve(settings: Settings, diagnoser: Diagnoser | None = None, recorder: ReplyRecorder | None = None,
-          feedback: FeedbackService | None = None, extensions: Iterable[Extension] = ()) -> int:
+          feedback: FeedbackService | None = None, extensions: Iterable[Extension] = (),
+          metrics: Metrics | None = None) -> int:
     """Run the bot until SIGINT/SIGTERM; Socket Mode when SLACK_APP_TOKEN is set, else HTTP on host:port."""
     if not settings.slack_bot_token or not (settings.slack_app_token or settings.slack_signing_secret):
         raise ConfigError(MISSING)
-    _configure_logging()
+    _configure_logging(settings)
     if diagnoser is None:
         from servetriage.classifier import Engine  # noqa: PLC0415 (the bot imports the engine only to serve)
         diagnoser = Engine(settings)
-    bot = build_app(settings, diagnoser, recorder=recorder, feedback=feedback, extensions=extensions)
+    bot = build_app(settings, diagnoser, recorder=recorder, feedback=feedback, extensions=extensions, metrics=metrics)
     bot.warm_in_background()
     previous = _sigterm_as_interrupt()
     try:
@@ -52,10 +55,24 @@ def serve(settings: Settings, diagnoser: Diagnoser | None = None, recorder: Repl
     return 0
 
 
-def _configure_logging() -> None:
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+def _configure_logging(settings: Settings) -> None:
+    if logging.getLogger().handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonLines() if settings.log_format == "json" else
+                         logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
+
+
+class JsonLines(logging.Formatter):
+    """One JSON object per line (SERVETRIAGE_LOG_FORMAT=json), for a log pipeline to parse."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname,
+               "logger": record.name, "message": record.getMessage()}
+        if record.exc_info:
+            out["exception"] = self.formatException(record.exc_info)
+        return json.dumps(out, ensure_ascii=False)
 
 
 def _sigterm_as_interrupt() -> Any:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._handle import ModelHandle
 from ._replies import Replies
-from ._retrain import Retrainer
+from ._retrain import Retrainer, RetrainResult
 from ._service import StoreFeedback
 from ._store import FeedbackStore
 
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     from servetriage.corpus import Corpus
 
 log = logging.getLogger(__name__)
+
+RETRAIN_OUTCOME = {"active": "promoted", "rejected": "rejected", "skipped": "skipped"}
 
 
 @dataclasses.dataclass
@@ -52,13 +55,18 @@ class BotParts:
 
 
 def for_bot(settings: Settings, *, corpus: Corpus | None = None, debounce_s: float = 5.0,
-            **store_kw: Any) -> BotParts:
+            on_retrain: Callable[[str], None] | None = None, **store_kw: Any) -> BotParts:
+    """`on_retrain(result)` hears each retrain's outcome: promoted, rejected or skipped (the bot's metrics)."""
     if corpus is None:
         from servetriage.corpus import load_corpus  # noqa: PLC0415
         corpus = load_corpus(settings.extra_corpus_dirs)
     store = FeedbackStore.open(settings, categories=corpus.categories, incidents=[i.id for i in corpus.incidents],
                                **store_kw)
     handle = ModelHandle(settings, corpus, training=store.training, incidents=store.incidents)
-    retrainer = Retrainer(settings, store, handle, debounce_s=debounce_s)
+    def heard(result: RetrainResult) -> None:
+        if on_retrain is not None:
+            on_retrain(RETRAIN_OUTCOME.get(result.state, result.state))
+
+    retrainer = Retrainer(settings, store, handle, debounce_s=debounce_s, on_result=heard)
     feedback = StoreFeedback(store, corpus, on_change=retrainer.notify)
     return BotParts(store, handle, retrainer, feedback)

@@ -74,6 +74,8 @@ class Settings:
     #: SERVETRIAGE_CHANNEL_RATE — replies per channel per minute, evenly paced (Slack allows about one
     #: message per second per channel); a storm is answered in turn, never dropped. 0: no pacing.
     channel_rate_per_minute: int = 60
+    #: SERVETRIAGE_LOG_FORMAT — "text" (the default) or "json": one JSON object per log line.
+    log_format: str = "text"
     #: SERVETRIAGE_TRAINERS — Slack user ids whose votes train the model (empty: everyone).
     trainer_allowlist: tuple[str, ...] = ()
 
@@ -146,6 +148,8 @@ class Settings:
             kw["channels"] = tuple(c.strip() for c in env["SERVETRIAGE_CHANNELS"].split(",") if c.strip())
         if env.get("SERVETRIAGE_WORKERS"):
             kw["workers"] = int(_number(env, "SERVETRIAGE_WORKERS", int))
+        if env.get("SERVETRIAGE_LOG_FORMAT"):
+            kw["log_format"] = env["SERVETRIAGE_LOG_FORMAT"].strip().lower()
         if env.get("SERVETRIAGE_QUEUE_DEPTH"):
             kw["queue_depth"] = int(_number(env, "SERVETRIAGE_QUEUE_DEPTH", int))
         if env.get("SERVETRIAGE_CHANNEL_RATE"):
@@ -167,6 +171,8 @@ class Settings:
             raise ConfigError("SERVETRIAGE_DATABASE_URL must be a postgresql:// URL (unset it for SQLite)")
         if self.workers < 1 or self.threads < 1:
             raise ConfigError("SERVETRIAGE_WORKERS and SERVETRIAGE_THREADS must be at least 1")
+        if self.log_format not in ("text", "json"):
+            raise ConfigError("SERVETRIAGE_LOG_FORMAT must be text or json")
         if self.queue_depth < 1:
             raise ConfigError("SERVETRIAGE_QUEUE_DEPTH must be at least 1")
         for name, url, schemes in (("SERVETRIAGE_PUBLIC_URL", self.public_url, ("http", "https")),

@@ -272,15 +272,17 @@ def cmd_train(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     if args.host or args.port:
         settings = dataclasses.replace(settings, host=args.host or settings.host, port=args.port or settings.port)
-    from .bot import serve  # noqa: PLC0415
+    from .bot import Metrics, serve  # noqa: PLC0415
     from .feedback import for_bot  # noqa: PLC0415
 
     if not settings.slack_enabled:
         return serve(settings)  # refuses with the names of the missing variables
     # The feedback loop answers through the active model, records every reply, and retrains behind it.
-    parts = for_bot(settings).start()
+    metrics = Metrics()
+    parts = for_bot(settings, on_retrain=metrics.retrained).start()
     try:
-        return serve(settings, diagnoser=parts.diagnoser, recorder=parts.recorder, feedback=parts.feedback)
+        return serve(settings, diagnoser=parts.diagnoser, recorder=parts.recorder, feedback=parts.feedback,
+                     metrics=metrics)
     finally:
         parts.close()
 

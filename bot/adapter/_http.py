@@ -28,6 +28,8 @@ from starlette.routing import Route
 from servetriage._errors import ConfigError
 from servetriage.corpus import INDEX_PAGE, Manual, load_corpus, render_manual
 
+from .._metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from .._metrics import Metrics
 from ..app import BotApp, Readiness
 
 log = logging.getLogger(__name__)
@@ -55,6 +57,16 @@ def health_routes(readiness: Readiness) -> list[Route]:
         return JSONResponse({"ready": False, "error": readiness.error}, status_code=503)
 
     return [Route("/healthz", healthz, methods=["GET"]), Route("/readyz", readyz, methods=["GET"])]
+
+
+def metrics_routes(metrics: Metrics) -> list[Route]:
+    """`/metrics`: Prometheus's text format (see `bot._metrics` for the names)."""
+
+    async def scrape(_: Request) -> Response:
+        body = await run_in_threadpool(metrics.exposition)
+        return Response(body, media_type=METRICS_CONTENT_TYPE)
+
+    return [Route("/metrics", scrape, methods=["GET"])]
 
 
 def manual_routes(manual: Manual) -> list[Route]:
@@ -102,7 +114,7 @@ class HttpAdapter:
 
     def asgi(self) -> Starlette:
         return Starlette(routes=[Route(self.path, self.events, methods=["POST"]), *health_routes(self.bot.readiness),
-                                 *manual_routes(self.manual)])
+                                 *metrics_routes(self.bot.metrics), *manual_routes(self.manual)])
 
 
 class HttpServer:

@@ -21,6 +21,7 @@ from servetriage._errors import ConfigError
 from servetriage._settings import Settings
 from servetriage.storage import StorageError
 
+from .._metrics import Metrics
 from .._protocols import Diagnoser, FeedbackService, ReplyHistory, ReplyRecorder
 from ..listener import FeedbackListener, register_fallbacks, register_listeners
 from ..middleware import DedupeEvents
@@ -48,6 +49,7 @@ class BotApp:
     readiness: Readiness
     authorize: BotTokenAuthorize
     listener_executor: ThreadPoolExecutor
+    metrics: Metrics
 
     def warm_in_background(self) -> None:
         """Learn the bot's identity (one auth.test), then warm the diagnoser; /readyz follows the latter."""
@@ -79,12 +81,14 @@ def _without_token_warnings() -> Iterator[None]:
 
 
 def build_app(settings: Settings, diagnoser: Diagnoser, recorder: ReplyRecorder | None = None,
-              feedback: FeedbackService | None = None, extensions: Iterable[Extension] = ()) -> BotApp:
+              feedback: FeedbackService | None = None, extensions: Iterable[Extension] = (),
+              metrics: Metrics | None = None) -> BotApp:
     """The whole bot for `settings`. With `feedback`, the 👍/👎 buttons, reactions and corrections are
     stored through it (without, they are acknowledged and logged); `extensions` register more listeners."""
     if not settings.slack_bot_token:
         raise ConfigError("SLACK_BOT_TOKEN is not set")
     recorder = recorder if recorder is not None else InMemoryRecorder()
+    metrics = metrics or Metrics()
     client = web_client(settings)
     authorize = BotTokenAuthorize(settings.slack_bot_token, client)
     listener_executor = ThreadPoolExecutor(max_workers=max(4, 2 * settings.workers), thread_name_prefix="bolt-listener")
@@ -107,15 +111,15 @@ def build_app(settings: Settings, diagnoser: Diagnoser, recorder: ReplyRecorder 
         pacer=ChannelPacer(settings.channel_rate_per_minute),
         reader=FileReader(client, settings.slack_bot_token, settings.max_input_bytes),
         bot_user_id=lambda: authorize.bot_user_id,
-        history=recorder if isinstance(recorder, ReplyHistory) else None,
+        history=recorder if isinstance(recorder, ReplyHistory) else None, metrics=metrics,
     )
     app.use(DedupeEvents(ledger))
     register_listeners(app, triage, settings)
     if feedback is not None:
-        FeedbackListener(feedback, after_ack=listener_executor.submit).register(app)
+        FeedbackListener(feedback, after_ack=listener_executor.submit, on_vote=metrics.voted).register(app)
     for extend in extensions:
         extend(app)
     register_fallbacks(app)
     triage.start()  # the workers: first what a killed process of this host left unanswered
     return BotApp(app=app, settings=settings, diagnoser=diagnoser, recorder=recorder, triage=triage, ledger=ledger,
-                  readiness=Readiness(), authorize=authorize, listener_executor=listener_executor)
+                  readiness=Readiness(), authorize=authorize, listener_executor=listener_executor, metrics=metrics)

@@ -70,8 +70,10 @@ class _ReplyLocks:
 
 class FeedbackListener:
     def __init__(self, service: FeedbackService, *, clock: Callable[[], float] = time.monotonic,
-                 after_ack: Callable[..., object] | None = None) -> None:
+                 after_ack: Callable[..., object] | None = None,
+                 on_vote: Callable[[str], None] | None = None) -> None:
         self.service = service
+        self._on_vote = on_vote or (lambda kind: None)  # up | down | correction | new_incident
         self._clock = clock
         # The Web API calls that follow a stored vote (the tally, the note) run after Slack's 200:
         # `after_ack(fn, *args)` (an executor's submit); by default in line.
@@ -96,6 +98,7 @@ class FeedbackListener:
         self._refresh_groups(client)
         try:
             result = self.service.vote(diagnosis_id, user, action.get("action_id") == FEEDBACK_UP, source="button")
+            self._on_vote("up" if result.direction > 0 else "down")
         except NotFound:
             ack()
             respond(text=blocks.VOTE_LOST, response_type="ephemeral", replace_original=False)
@@ -132,6 +135,7 @@ class FeedbackListener:
         if added:
             self._refresh_groups(client)
             result = self.service.vote(answer.id, user, direction > 0, source="reaction")
+            self._on_vote("up" if direction > 0 else "down")
             self._after_vote(client, result, answer.channel, answer.message_ts, None, None)
         elif self.service.retract(answer.id, user, direction=direction, source="reaction"):
             self._update_reply(client, answer.id, answer.channel, answer.message_ts, None, None)
@@ -148,6 +152,7 @@ class FeedbackListener:
                 raise ServetriageError(blocks.NOTHING_CHOSEN)
             category, incident = self._label(*picked)
             self.service.correct(diagnosis_id, user, category, incident, source="button")
+            self._on_vote("correction")
         except ServetriageError as exc:
             ack()
             respond(text=blocks.not_recorded(str(exc)), response_type="ephemeral", replace_original=False)
@@ -180,6 +185,7 @@ class FeedbackListener:
         try:
             incident, _ = self.service.new_incident(diagnosis_id, user, category=category, title=values["title"],
                                                     cause=values["cause"], first_action=values["first_action"])
+            self._on_vote("new_incident")
         except ServetriageError as exc:
             ack(response_action="errors", errors={"title": str(exc)[:150]})
             return

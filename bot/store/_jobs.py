@@ -45,6 +45,7 @@ class Claimed:
     payload: dict[str, Any]
     attempts: int
     answered: frozenset[str]
+    created: float  # when the delivery was recorded (the ack's moment)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,10 +95,10 @@ class JobQueue:
                 return None
             tx.execute(f"UPDATE {TABLE} SET state = 'running', owner = ?, lease_until = ?, attempts = attempts + 1, "
                        "updated = ? WHERE key = ?", [self.owner, now + LEASE_S, now, key])
-            row = tx.one(f"SELECT payload, attempts, answered FROM {TABLE} WHERE key = ?", [key])
+            row = tx.one(f"SELECT payload, attempts, answered, created FROM {TABLE} WHERE key = ?", [key])
         assert row is not None
         self._prune_now_and_then(now)
-        return Claimed(str(key), json.loads(row[0]), int(row[1]), frozenset(json.loads(row[2])))
+        return Claimed(str(key), json.loads(row[0]), int(row[1]), frozenset(json.loads(row[2])), float(row[3]))
 
     def answered(self, key: str, part: str) -> None:
         """One input of the job is answered (its reply is posted): a resumed job skips it."""

@@ -81,6 +81,7 @@ class Job:
     # Set when a worker claims the job from the queue (not stored with it):
     key: str = ""                         # its key in the job queue (what Slack delivered)
     answered: frozenset[str] = frozenset()  # its inputs already answered by an earlier attempt
+    created: float = 0.0                  # when the delivery was recorded (epoch seconds)
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
@@ -89,14 +90,15 @@ class Job:
     def to_payload(self) -> dict[str, Any]:
         """What the queue stores: everything but the claim's own fields."""
         out = dataclasses.asdict(self)
-        del out["key"], out["answered"]
+        del out["key"], out["answered"], out["created"]
         return out
 
     @classmethod
-    def from_payload(cls, data: Mapping[str, Any], *, key: str = "", answered: frozenset[str] = frozenset()) -> Job:
-        fields = {k: v for k, v in data.items() if k not in ("target", "files", "key", "answered")}
+    def from_payload(cls, data: Mapping[str, Any], *, key: str = "", answered: frozenset[str] = frozenset(),
+                     created: float = 0.0) -> Job:
+        fields = {k: v for k, v in data.items() if k not in ("target", "files", "key", "answered", "created")}
         return cls(**fields, target=Target(**data["target"]), files=tuple(SlackFile(**f) for f in data.get("files", ())),
-                   key=key, answered=answered)
+                   key=key, answered=answered, created=created)
 
 
 def delivery_key(body: Mapping[str, Any], fallback: str) -> str:

@@ -21,6 +21,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from .._protocols import Diagnoser, ReplyHistory, ReplyRecorder
 from ..detect import looks_like_log, mentions, strip_mention, unformat
 from ..render import Reply, notices, render_diagnosis
+from .._metrics import Metrics
 from ..store import Claimed, EventLedger, JobQueue
 from ._files import FileReader
 from ._job import Job, SlackFile
@@ -49,7 +50,7 @@ class Triage:
     def __init__(self, *, diagnoser: Diagnoser, recorder: ReplyRecorder, client: WebClient, ledger: EventLedger,
                  queue: JobQueue, workers: int, pacer: ChannelPacer, reader: FileReader,
                  bot_user_id: Callable[[], str | None], history: ReplyHistory | None = None,
-                 max_depth: int = MAX_DEPTH) -> None:
+                 max_depth: int = MAX_DEPTH, metrics: Metrics | None = None) -> None:
         self.diagnoser = diagnoser
         self.recorder = recorder
         self.history = history
@@ -58,7 +59,9 @@ class Triage:
         self.max_depth = max_depth
         self.pacer = pacer
         self.reader = reader
-        self.responder = Responder(client)
+        self.metrics = metrics or Metrics()
+        self.metrics.watch_queue(queue.counts)
+        self.responder = Responder(client, on_error=self.metrics.api_error)
         self._client = client
         self._bot_user_id = bot_user_id
         self.workers = JobWorkers(queue, self.work, workers)
@@ -94,18 +97,20 @@ class Triage:
 
     def work(self, claimed: Claimed) -> None:
         """A worker's turn: run the job; done, deferred (the channel's pace) or failed (parked at last)."""
-        job = Job.from_payload(claimed.payload, key=claimed.key, answered=claimed.answered)
+        job = Job.from_payload(claimed.payload, key=claimed.key, answered=claimed.answered, created=claimed.created)
         try:
             self._run(job)
         except Defer as later:
             log.info("%s job %s in %s waits %.1f s for the channel's pace", job.source, job.key, job.target.channel,
                      later.seconds)
             self.queue.defer(job.key, later.seconds)
+            self.metrics.paced("deferred")
             return
         except Exception as exc:
             log.exception("%s job %s in %s failed (attempt %d)", job.source, job.key, job.target.channel,
                           claimed.attempts)
             if self.queue.failed(job.key, f"{type(exc).__name__}: {exc}"):
+                self.metrics.answered("none", "parked")
                 self.responder.notify(job.target, notices.parked(), private=job.explicit)
             return
         self.queue.done(job.key)
@@ -235,13 +240,17 @@ class Triage:
     def _answer_together(self, job: Job, logs: list[LogText], placeholder: str | None) -> None:
         from servetriage.classifier import merge, placed  # noqa: PLC0415 (the engine's merge, on use)
 
+        t0 = time.perf_counter()
         merged = merge(logs)
         alone = [self.diagnoser.diagnose(log) for log in logs]
-        diagnosis = self._seen_before(job, placed(self.diagnoser.diagnose(merged.log), merged, alone))
+        diagnosis = placed(self.diagnoser.diagnose(merged.log), merged, alone)
+        self.metrics.answered(diagnosis.category, "answered", time.perf_counter() - t0, diagnosis.model_version)
+        diagnosis = self._seen_before(job, diagnosis)
         label = f"{len(logs)} logs read together"
         diagnosis_id = self._record(job, diagnosis, merged.log)
         ts = self._say(job, render_diagnosis(diagnosis, diagnosis_id, label), placeholder)
         if ts:
+            self._replied(job)
             try:
                 self.recorder.attach_reply(diagnosis_id, ts)
             except Exception:
@@ -265,15 +274,21 @@ class Triage:
         return from_text(first, "earlier in this thread")
 
     def _answer(self, job: Job, text: LogText, label: str | None, placeholder: str | None = None) -> None:
+        t0 = time.perf_counter()
         diagnosis = self.diagnoser.diagnose(text)
+        engine_s = time.perf_counter() - t0
         same = self._same_as_recent(job, diagnosis)
         if same is not None:
-            self._say(job, same, placeholder)
+            self.metrics.answered(diagnosis.category, "pointer", engine_s)
+            if self._say(job, same, placeholder):
+                self._replied(job)
             return
+        self.metrics.answered(diagnosis.category, "answered", engine_s, diagnosis.model_version)
         diagnosis = self._seen_before(job, diagnosis)
         diagnosis_id = self._record(job, diagnosis, text)
         ts = self._say(job, render_diagnosis(diagnosis, diagnosis_id, label), placeholder)
         if ts:
+            self._replied(job)
             try:
                 self.recorder.attach_reply(diagnosis_id, ts)
             except Exception:
@@ -341,7 +356,12 @@ class Triage:
 
     def _pace(self, job: Job) -> None:
         """Wait for the channel's next reply slot (a short wait here; a long one defers the job)."""
-        self.pacer.wait(job.target.channel)
+        if self.pacer.wait(job.target.channel) > 0:
+            self.metrics.paced("slept")
+
+    def _replied(self, job: Job) -> None:
+        if job.created:
+            self.metrics.replied(time.time() - job.created)
 
     def _thread_inputs(self, job: Job) -> tuple[str | None, tuple[SlackFile, ...]]:
         """The thread's first message (text and files); if it holds no log, the latest message that does."""

@@ -34,10 +34,11 @@ class ChannelPacer:
         self._next: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def wait(self, channel: str) -> None:
-        """Take the channel's next slot: sleep until it when it is near, else raise `Defer`."""
+    def wait(self, channel: str) -> float:
+        """Take the channel's next slot: sleep until it when it is near (returns the seconds slept),
+        else raise `Defer`."""
         if self.interval <= 0:
-            return
+            return 0.0
         with self._lock:
             now = self._clock()
             slot = max(now, self._next.get(channel, now))
@@ -47,3 +48,4 @@ class ChannelPacer:
             self._next[channel] = slot + self.interval
         if delay > 0:
             self._sleep(delay)
+        return delay

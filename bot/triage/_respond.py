@@ -8,6 +8,7 @@ choosing the way to reach the user when the first one fails: the thread, then th
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from slack_sdk import WebClient
@@ -29,8 +30,9 @@ WEBHOOK_TIMEOUT_S = 10
 class Responder:
     """Sends replies for the triage pool. Methods return the message ts when Slack gave one."""
 
-    def __init__(self, client: WebClient) -> None:
+    def __init__(self, client: WebClient, on_error: Callable[[str, str], None] | None = None) -> None:
         self._client = client
+        self._on_error = on_error or (lambda method, error: None)  # (Web API method, Slack's error)
 
     def deliver(self, target: Target, reply: Reply) -> str | None:
         """The answer itself: in the thread (or via response_url for a slash command), with fallbacks."""
@@ -60,6 +62,7 @@ class Responder:
                                                 thread_ts=target.thread_ts, **reply.as_kwargs())
             except (SlackApiError, SlackClientError, OSError) as exc:
                 log.warning("chat.postEphemeral in %s failed: %s", target.channel, _error(exc))
+                self._on_error("chat.postEphemeral", _error(exc))
             return None
         return self.deliver(target, reply)
 
@@ -69,6 +72,7 @@ class Responder:
             return True
         except (SlackApiError, SlackClientError, OSError) as exc:
             log.warning("chat.update of %s in %s failed: %s", ts, channel, _error(exc))
+            self._on_error("chat.update", _error(exc))
             return False
 
     def permalink(self, channel: str, ts: str) -> str | None:
@@ -77,6 +81,7 @@ class Responder:
             link = self._client.chat_getPermalink(channel=channel, message_ts=ts).get("permalink")
         except (SlackApiError, SlackClientError, OSError) as exc:
             log.info("chat.getPermalink %s in %s: %s", ts, channel, _error(exc))
+            self._on_error("chat.getPermalink", _error(exc))
             return None
         return str(link) if link else None
 
@@ -91,6 +96,7 @@ class Responder:
         except (SlackApiError, SlackClientError, OSError) as exc:
             error = _error(exc)
             log.warning("chat.postMessage to %s failed: %s", channel, error)
+            self._on_error("chat.postMessage", error)
             return None, error
 
     def _webhook(self, url: str, reply: Reply, response_type: str) -> bool:
@@ -100,6 +106,7 @@ class Responder:
                 replace_original=False)
         except (SlackClientError, OSError) as exc:
             log.warning("response_url post failed: %s", _error(exc))
+            self._on_error("response_url", _error(exc))
             return False
         if resp.status_code != 200:
             log.warning("response_url answered HTTP %s: %s", resp.status_code, resp.body[:200])
