@@ -111,10 +111,11 @@ def measure(runs: int, file_mb: int, embeddings: bool) -> dict:
     }
 
 
-def storm(pastes: int, channels: int, embeddings: bool, pace: int = 60) -> dict:
+def storm(pastes: int, channels: int, embeddings: bool, pace: int = 60, rate: float = 0.0) -> dict:
     """`pastes` different messages at once over `channels` channels (concurrent signed requests), the
     bot at Slack's pace (`pace` replies per channel per minute), the feedback store recording (so a
-    repeat in a channel gets a pointer): every ack timed, every paste's reply awaited."""
+    repeat in a channel gets a pointer): every ack timed, every paste's reply awaited. With `rate`,
+    the pastes arrive at that many per second instead of all at once."""
     data = Path(tempfile.mkdtemp(prefix="bench-storm-"))
     with SlackStandIn() as slack:
         settings = Settings(embeddings=embeddings, data_dir=data, slack_bot_token=slack.token, workers=4,
@@ -132,9 +133,17 @@ def storm(pastes: int, channels: int, embeddings: bool, pace: int = 60) -> dict:
             bodies.append((ts, body))
         try:
             start = time.perf_counter()
+            sent: dict[str, float] = {}
+
+            def arrive(n: int) -> float:
+                if rate:
+                    time.sleep(max(0.0, start + n / rate - time.perf_counter()))
+                ts, body = bodies[n]
+                sent[ts] = time.perf_counter()
+                return post(url, body)
+
             with ThreadPoolExecutor(max_workers=min(64, pastes)) as pool:
-                sent = {ts: time.perf_counter() for ts, _ in bodies}
-                acks = list(pool.map(lambda tb: post(url, tb[1]), bodies))
+                acks = list(pool.map(arrive, range(pastes)))
             replies = slack.wait_for("chat.postMessage", pastes, timeout=600)
             wall = time.perf_counter() - start
             time.sleep(1.0)
@@ -145,7 +154,7 @@ def storm(pastes: int, channels: int, embeddings: bool, pace: int = 60) -> dict:
             server.stop()
             bot.close()
             store.close()
-    return {"pastes": pastes, "channels": channels, "pace_per_minute": pace,
+    return {"pastes": pastes, "channels": channels, "pace_per_minute": pace, "arrivals_per_s": rate or "all at once",
             "answered_once": len(set(threads)) == pastes == len(threads),
             "pointers": sum(1 for c in posted if c.text.startswith("🔁")),
             "ack_ms": _stats(acks), "reply_ms": _stats(reply_s), "answers_per_s": round(pastes / wall, 1)}
@@ -165,9 +174,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     p.add_argument("--storm", type=int, metavar="N", help="instead: N pastes at once (see --channels)")
     p.add_argument("--channels", type=int, default=1, help="with --storm: spread over this many channels")
+    p.add_argument("--rate", type=float, default=0.0, help="with --storm: pastes arriving per second (0: all at once)")
     args = p.parse_args(argv)
     if args.storm:
-        print(json.dumps(storm(args.storm, args.channels, args.embeddings)))
+        print(json.dumps(storm(args.storm, args.channels, args.embeddings, rate=args.rate)))
         return 0
     result = measure(args.runs, args.file_mb, args.embeddings)
     if args.json:
