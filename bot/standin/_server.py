@@ -2,9 +2,10 @@
 
 It answers the methods the bot calls (`auth.test`, `chat.postMessage`, `chat.update`,
 `chat.postEphemeral`, `files.info`, `conversations.replies`, `views.open`,
-`apps.connections.open`), serves private file downloads (bot token required, as Slack does) and
-accepts `response_url` posts. Failures are queued per method with `fail_next` (a 429 with
-Retry-After, `not_in_channel`, a 500…). Point `SLACK_API_URL` at `api_url` to use it.
+`apps.connections.open`: with `app_token`, it answers `socket_url`, a `SocketModeStandIn`'s URL),
+serves private file downloads (bot token required, as Slack does) and accepts `response_url`
+posts. Failures are queued per method with `fail_next` (a 429 with Retry-After, `not_in_channel`,
+a 500…). Point `SLACK_API_URL` at `api_url` to use it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from collections.abc import Callable
 
 DEFAULT_TOKEN = "xoxb-stand-in"
+DEFAULT_APP_TOKEN = "xapp-1-A0001-stand-in"
 CHUNK = 1 << 20
 
 
@@ -64,13 +66,16 @@ class SlackStandIn:
     """Thread-safe; `start()` binds 127.0.0.1 on a free port. Use as a context manager."""
 
     def __init__(self, token: str = DEFAULT_TOKEN, bot_user_id: str = "UBOT", bot_id: str = "BBOT",
-                 team_id: str = "T0001", host: str = "127.0.0.1", port: int = 0) -> None:
+                 team_id: str = "T0001", host: str = "127.0.0.1", port: int = 0,
+                 app_token: str = DEFAULT_APP_TOKEN) -> None:
         self.token, self.bot_user_id, self.bot_id, self.team_id = token, bot_user_id, bot_id, team_id
+        self.app_token = app_token
         self.calls: list[Call] = []
         self.files: dict[str, dict[str, Any]] = {}
         self.contents: dict[str, bytes] = {}
         self.threads: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self.left_channels: set[str] = set()   # channels the bot is no longer in (no permalinks there)
+        self.socket_url: str | None = None     # what apps.connections.open answers (default: nothing listens there)
         self._failures: dict[str, list[_Failure]] = {}
         self._lock = threading.Condition()
         self._ts = itertools.count(1)
@@ -182,6 +187,10 @@ class SlackStandIn:
         return f"{1_700_000_000 + n}.{n:06d}"
 
     def answer(self, method: str, args: dict[str, Any], token: str | None) -> dict[str, Any]:
+        if method == "apps.connections.open":  # the one method that takes the app-level token
+            if token != self.app_token:
+                return {"ok": False, "error": "not_allowed_token_type" if token == self.token else "invalid_auth"}
+            return {"ok": True, "url": self.socket_url or f"ws://{self.base_url[7:]}/socket"}
         if token != self.token:
             return {"ok": False, "error": "invalid_auth"}
         if method == "auth.test":
@@ -209,8 +218,6 @@ class SlackStandIn:
             with self._lock:
                 msgs = self.threads.get((str(args.get("channel")), str(args.get("ts"))))
             return {"ok": True, "messages": msgs, "has_more": False} if msgs else {"ok": False, "error": "thread_not_found"}
-        if method == "apps.connections.open":
-            return {"ok": True, "url": f"ws://{self.base_url[7:]}/socket"}
         return {"ok": False, "error": "unknown_method"}
 
 
