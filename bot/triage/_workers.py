@@ -61,7 +61,10 @@ class JobWorkers:
                 log.exception("claiming a job failed")
                 claimed = None
             if claimed is not None:
-                self._handle(claimed)
+                try:
+                    self._handle(claimed)
+                except Exception:
+                    log.exception("handling job %s failed outside its own error handling", claimed.key)
                 continue
             with self._wake:
                 if self._closing:
