@@ -8,7 +8,7 @@ their counts). The names, in one place:
     servetriage_event_to_reply_seconds               from the delivery's record to the posted reply
     servetriage_queue_jobs{state}                    the job queue: queued, running, done, parked
     servetriage_web_api_errors_total{method, error}  Slack refusing or failing a call
-    servetriage_pace_waits_total{how}                a reply waiting for its channel: slept | deferred
+    servetriage_pace_waits_total{how}                waits for Slack's pace: slept | deferred | retry_after
     servetriage_votes_total{kind}                    up | down | correction | new_incident
     servetriage_retrains_total{result}               promoted | rejected | skipped
     servetriage_model_info{version}                  the model answering now

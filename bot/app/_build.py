@@ -89,13 +89,13 @@ def build_app(settings: Settings, diagnoser: Diagnoser, recorder: ReplyRecorder 
         raise ConfigError("SLACK_BOT_TOKEN is not set")
     recorder = recorder if recorder is not None else InMemoryRecorder()
     metrics = metrics or Metrics()
-    client = web_client(settings)
+    client = web_client(settings, on_rate_limit=lambda _: metrics.paced("retry_after"))
     authorize = BotTokenAuthorize(settings.slack_bot_token, client)
     listener_executor = ThreadPoolExecutor(max_workers=max(4, 2 * settings.workers), thread_name_prefix="bolt-listener")
     with _without_token_warnings():
         app = App(
             name="servetriage",
-            client=web_client(settings, with_token=False),
+            client=web_client(settings, with_token=False, on_rate_limit=lambda _: metrics.paced("retry_after")),
             authorize=authorize,  # type: ignore[arg-type]  # an `Authorize` is what Bolt calls; it is annotated Callable
             signing_secret=settings.slack_signing_secret or "",
             request_verification_enabled=bool(settings.slack_signing_secret),

@@ -32,10 +32,12 @@ class BoundedRateLimitRetryHandler(RateLimitErrorRetryHandler):
     """
 
     def __init__(self, max_retry_count: int = MAX_RATELIMIT_RETRIES, max_wait_s: float = MAX_RETRY_AFTER_S,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 on_wait: Callable[[float], None] | None = None) -> None:
         super().__init__(max_retry_count=max_retry_count)
         self.max_wait_s = max_wait_s
         self._sleep = sleep
+        self._on_wait = on_wait or (lambda seconds: None)  # each Retry-After waited (the bot's metrics)
 
     def _can_retry(self, *, state: RetryState, request: HttpRequest, response: HttpResponse | None = None,
                    error: Exception | None = None) -> bool:
@@ -46,6 +48,7 @@ class BoundedRateLimitRetryHandler(RateLimitErrorRetryHandler):
         wait = retry_after(response) if response is not None else 1.0
         logging.getLogger(__name__).info("Slack rate-limited %s; retrying in %.1f s", request.url, wait)
         state.next_attempt_requested = True
+        self._on_wait(wait)
         self._sleep(wait + random.random() * 0.25)
         state.increment_current_attempt()
 
@@ -60,11 +63,13 @@ def retry_after(response: HttpResponse) -> float:
     return 1.0
 
 
-def web_client(settings: Settings, with_token: bool = True) -> WebClient:
+def web_client(settings: Settings, with_token: bool = True,
+               on_rate_limit: Callable[[float], None] | None = None) -> WebClient:
     """A client on `SLACK_API_URL` (the trailing slash kept). Bolt's own gets no token: the
     `authorize` supplies it per request, and Bolt warns when both are given."""
     base = settings.slack_api_url if settings.slack_api_url.endswith("/") else settings.slack_api_url + "/"
     return WebClient(
         token=settings.slack_bot_token if with_token else None, base_url=base, timeout=TIMEOUT_S,
-        retry_handlers=[ConnectionErrorRetryHandler(max_retry_count=2), BoundedRateLimitRetryHandler()],
+        retry_handlers=[ConnectionErrorRetryHandler(max_retry_count=2),
+                        BoundedRateLimitRetryHandler(on_wait=on_rate_limit)],
     )

@@ -131,6 +131,7 @@ def test_ratelimited_post_is_retried_after_retry_after(bot, slack):
     assert second.at - first.at >= 0.9  # waited as Slack asked
     bot.drain()
     assert len(replies(slack)) == 2 and OOM_CATEGORY in second.text
+    assert 'servetriage_pace_waits_total{how="retry_after"} 1.0' in bot.bot.metrics.exposition().decode()
 
 
 def test_web_api_errors_are_survived(bot, slack):
