@@ -50,12 +50,22 @@ def _prepare_data_dir(settings: Settings, tmp: Path) -> Settings:
     return replay
 
 
-def replay(settings: Settings, directory: Path | str, progress=lambda msg: None) -> dict[str, Any]:
+def _hits(diags: list[Any], cases: list[Any], k: int) -> float:
+    """Top-k accuracy: the label among the answer and the first k candidates."""
+    right = sum(c.category in ([d.category] + [t.category for t in d.top])[:k] for d, c in zip(diags, cases))
+    return round(right / len(cases), 4) if cases else 0.0
+
+
+def replay(settings: Settings, directory: Path | str, progress=lambda msg: None,
+           then: Path | str | None = None) -> dict[str, Any]:
+    """Replay `directory` as on-call traffic (diagnose, 👍 or the true label, retrain as the bot does);
+    with `then`, evaluate that set before any learning and again after it (the installed model untouched)."""
     from servetriage.classifier import read_path  # noqa: PLC0415
     from servetriage.corpus import load_corpus  # noqa: PLC0415
     from servetriage.eval import load_cases  # noqa: PLC0415
 
     cases = load_cases(directory)
+    then_cases = load_cases(then) if then is not None else []
     with tempfile.TemporaryDirectory(prefix="servetriage-online-") as tmp:
         rs = _prepare_data_dir(settings, Path(tmp))
         corpus = load_corpus(rs.extra_corpus_dirs)
@@ -70,6 +80,8 @@ def replay(settings: Settings, directory: Path | str, progress=lambda msg: None)
 
             progress(f"static pass over {len(cases)} logs")
             static = [handle.diagnose(log).category == c.category for log, c in zip(logs, cases)]
+            then_logs = [read_path(c.file, rs.max_input_bytes) for c in then_cases]
+            static_then = [handle.diagnose(log) for log in then_logs]
 
             retrainer.prime()
             progress("online replay")
@@ -100,6 +112,9 @@ def replay(settings: Settings, directory: Path | str, progress=lambda msg: None)
             progress("second pass")
             finals = [handle.diagnose(log) for log in logs]
             second = [d.category == c.category for d, c in zip(finals, cases)]
+            if then_cases:
+                progress(f"then: {len(then_cases)} other logs with what was learned")
+            then_diags = [handle.diagnose(log) for log in then_logs]
             examples = {e.diagnosis_id: e for e in store.training.examples()}
             quarantined = store.training.quarantined()
             misses = {"held_out": 0, "quarantined": 0, "memory_answered": 0, "right_at_first": 0}
@@ -134,6 +149,9 @@ def replay(settings: Settings, directory: Path | str, progress=lambda msg: None)
                                      "lost": sum(st and not o for o, st in zip(online, static)),
                                      "memory_answered": memory_online},
                 "start_model": start_version,
+                **({"then_cases": len(then_cases), "static_then_top1": _hits(static_then, then_cases, 1),
+                    "static_then_top3": _hits(static_then, then_cases, 3), "then_top1": _hits(then_diags, then_cases, 1),
+                    "then_top3": _hits(then_diags, then_cases, 3)} if then_cases else {}),
             }
         finally:
             store.close()
@@ -144,13 +162,16 @@ def online_eval(args: argparse.Namespace, settings: Settings) -> int:
     def say(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
-    report = replay(settings, args.directory, progress=say)
+    report = replay(settings, args.directory, progress=say, then=getattr(args, "then", None))
     report["wall_seconds"] = round(time.perf_counter() - t0, 1)
     if not args.json:
         print(f"cases {report['cases']}  static top-1 {report['static_top1']:.3f}  online top-1 "
               f"{report['online_top1']:.3f}  second pass top-1 {report['second_pass_top1']:.3f}")
         print(f"retrains {report['retrains']} ({report['promoted']} promoted, {report['rejected']} rejected); "
               f"seconds per retrain p50 {report['retrain_seconds_p50']:.2f}, max {report['retrain_seconds_max']:.2f}")
+        if "then_cases" in report:
+            print(f"then {report['then_cases']} other logs: top-1 {report['static_then_top1']:.3f} -> "
+                  f"{report['then_top1']:.3f}, top-3 {report['static_then_top3']:.3f} -> {report['then_top3']:.3f}")
     else:
         print(json.dumps(report), flush=True)
     return 0

@@ -134,15 +134,26 @@ def test_online_eval_learns_on_a_temporary_copy(cli, capsys, fb_settings, tmp_pa
     installed = ArtefactStore(fb_settings.model_dir)
     before = (installed.active(), [m.version for m in installed.versions()])
 
-    code, out, err = cli(capsys, "eval", "--online", str(labelled), "--json")
+    other = tmp_path / "other"  # the same failure in other pastes: other numbers, more lines around it
+    other.mkdir()
+    with open(other / "labels.jsonl", "w") as fh:
+        for n in range(3):
+            (other / f"{n}.log").write_text("INFO 05-12 10:00:01 engine.py:200] serving\n" + novel_variant(10 + n))
+            fh.write(json.dumps({"id": f"o{n}", "file": f"{n}.log", "category": NOVEL_LABEL, "surface": "paste"}) + "\n")
+
+    code, out, err = cli(capsys, "eval", "--online", str(labelled), "--then", str(other), "--json")
     report = json.loads(out.strip().splitlines()[-1])
-    assert code == 0 and report["cases"] == 4
+    assert code == 0 and report["cases"] == 4 and report["then_cases"] == 3
+    assert report["static_then_top1"] < report["then_top1"] == 1.0  # what the replay taught carries over
+    assert report["then_top3"] >= report["then_top1"]
     for key in ("static_top1", "online_top1", "second_pass_top1", "retrain_seconds_p50", "retrain_seconds_max"):
         assert key in report
     assert report["online_top1"] > report["static_top1"] and report["second_pass_top1"] == 1.0
     assert report["retrains"] >= 1 and report["retrain_seconds_max"] > 0
     assert (installed.active(), [m.version for m in installed.versions()]) == before  # never the installed model
     assert not fb_settings.db_path.exists()
+    code, _, err = cli(capsys, "eval", str(labelled), "--then", str(other))
+    assert code == 2 and "--then goes with --online" in err
 
     code, _, err = cli(capsys, "eval", "--online", str(tmp_path / "nothing"))
     assert code == 2 and "labels.jsonl" in err
