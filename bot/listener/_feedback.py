@@ -46,6 +46,13 @@ def _now(fn: Callable[..., object], *args: Any, **kwargs: Any) -> None:
     fn(*args, **kwargs)
 
 
+def _logged(fn: Callable[..., object], *args: Any, **kwargs: Any) -> None:
+    try:
+        fn(*args, **kwargs)
+    except Exception:
+        log.exception("after a stored vote, %s failed", getattr(fn, "__name__", fn))
+
+
 def reaction_direction(name: str) -> int | None:
     base = name.split("::", 1)[0]
     return 1 if base in UP_REACTIONS else -1 if base in DOWN_REACTIONS else None
@@ -76,10 +83,13 @@ class FeedbackListener:
         self._on_vote = on_vote or (lambda kind: None)  # up | down | correction | new_incident
         self._clock = clock
         # The Web API calls that follow a stored vote (the tally, the note) run after Slack's 200:
-        # `after_ack(fn, *args)` (an executor's submit); by default in line.
-        self._later = after_ack or _now
+        # `after_ack(fn, *args)` (an executor's submit); by default in line. A failure there is logged.
+        self._run_after = after_ack or _now
         self._reply_lock = _ReplyLocks()
         self._groups_fetched = -1e18
+
+    def _later(self, fn: Callable[..., object], *args: Any, **kwargs: Any) -> None:
+        self._run_after(_logged, fn, *args, **kwargs)
 
     def register(self, app: App) -> None:
         app.action(FEEDBACK_UP)(self.on_button)
