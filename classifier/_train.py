@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import threading
 import time
 from collections.abc import Callable, Sequence
 
@@ -169,8 +170,7 @@ def train(corpus: Corpus, embedder: Embedder, store: ArtefactStore, extra: Seque
           progress: Callable[[str], None] = lambda _: None, parent: str | None = None) -> Model:
     """Fit, cross-validate, calibrate and save a new version; the caller decides whether to activate it."""
     t0 = time.perf_counter()
-    symptom_roles = frozenset(c for c, cat in corpus.categories.items() if cat.symptom)
-    examples = corpus_examples(corpus) + catalogue_examples(message_index(corpus), symptom_roles) + list(extra)
+    examples = base_examples(corpus) + list(extra)
     progress(f"preparing {len(examples)} examples")
     prep = _prepare(examples)
     sig_entries = _signature_entries(corpus)
@@ -310,6 +310,23 @@ def _cv_metrics(cv_preds: Sequence[_Pred], calibrator: Calibrator, corpus: Corpu
     return {f"cv_top1_{k}": round(v / n, 4) for k, v in hits.items()} | {"cv_examples": n, "threshold": threshold}
 
 
+_BASE: dict[str, list[TrainingExample]] = {}  # the latest corpus's examples, by its fingerprint
+_BASE_LOCK = threading.Lock()
+
+
+def base_examples(corpus: Corpus) -> list[TrainingExample]:
+    """The corpus's examples and the catalogue's rendered ones: the same for every retrain of one
+    corpus, so built once per process (a retrain after a vote refits; it does not re-render)."""
+    with _BASE_LOCK:
+        cached = _BASE.get(corpus.fingerprint)
+        if cached is None:
+            symptom_roles = frozenset(c for c, cat in corpus.categories.items() if cat.symptom)
+            cached = corpus_examples(corpus) + catalogue_examples(message_index(corpus), symptom_roles)
+            _BASE.clear()
+            _BASE[corpus.fingerprint] = cached
+        return list(cached)
+
+
 def retrain(parent: Model, corpus: Corpus, embedder: Embedder, store: ArtefactStore,
             extra: Sequence[TrainingExample]) -> Model:
     """A quick retrain for feedback: refit the classifier and extend the index, keep the calibrator.
@@ -320,8 +337,7 @@ def retrain(parent: Model, corpus: Corpus, embedder: Embedder, store: ArtefactSt
     if parent.meta.corpus_fingerprint != corpus.fingerprint:
         raise ValueError("the corpus changed since the parent model: run a full train")
     t0 = time.perf_counter()
-    symptom_roles = frozenset(c for c, cat in corpus.categories.items() if cat.symptom)
-    examples = corpus_examples(corpus) + catalogue_examples(message_index(corpus), symptom_roles) + list(extra)
+    examples = base_examples(corpus) + list(extra)
     prep = _prepare(examples)
     sig_entries = _signature_entries(corpus)
     clf = _fit_classifier(prep, sig_entries)
