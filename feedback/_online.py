@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import random
 import shutil
 import statistics
 import sys
@@ -31,6 +32,7 @@ from ._retrain import Retrainer
 from ._rules import RateLimit
 from ._store import FeedbackStore
 
+NOISE_SEED = 7  # the same careless feedback on every run
 REPLAY_USER = "oncall-replay"
 
 
@@ -57,9 +59,12 @@ def _hits(diags: list[Any], cases: list[Any], k: int) -> float:
 
 
 def replay(settings: Settings, directory: Path | str, progress=lambda msg: None,
-           then: Path | str | None = None) -> dict[str, Any]:
+           then: Path | str | None = None, noise: float = 0.0) -> dict[str, Any]:
     """Replay `directory` as on-call traffic (diagnose, 👍 or the true label, retrain as the bot does);
-    with `then`, evaluate that set before any learning and again after it (the installed model untouched)."""
+    with `then`, evaluate that set before any learning and again after it (the installed model untouched);
+    with `noise`, that fraction of the feedback names a wrong category (one careless user, seeded)."""
+    rng = random.Random(NOISE_SEED)
+    wrong_feedback = 0
     from servetriage.classifier import read_path  # noqa: PLC0415
     from servetriage.corpus import load_corpus  # noqa: PLC0415
     from servetriage.eval import load_cases  # noqa: PLC0415
@@ -97,11 +102,15 @@ def replay(settings: Settings, directory: Path | str, progress=lambda msg: None,
                 did = store.replies.record(d, log.text, team="replay", channel="replay", thread_ts=f"case-{n}",
                                    user="replay-asker", source="replay")
                 diagnosis_ids.append(did)
-                if right:
+                said = case.category  # what on-call says: the truth, or (with `noise`) now and then not
+                if noise and rng.random() < noise:
+                    said = rng.choice([c for c in sorted(corpus.categories) if c != case.category])
+                    wrong_feedback += 1
+                if d.category == said:
                     store.votes.vote(did, REPLAY_USER, True, source="replay")
                 else:
-                    incident = next((c.incident for c in d.top if c.category == case.category and c.incident), None)
-                    store.votes.correct(did, REPLAY_USER, case.category, incident, source="replay")
+                    incident = next((c.incident for c in d.top if c.category == said and c.incident), None)
+                    store.votes.correct(did, REPLAY_USER, said, incident, source="replay")
                 result = retrainer.run_once()
                 if result.state != "skipped":
                     cycles.append(result)
@@ -149,6 +158,7 @@ def replay(settings: Settings, directory: Path | str, progress=lambda msg: None,
                                      "lost": sum(st and not o for o, st in zip(online, static)),
                                      "memory_answered": memory_online},
                 "start_model": start_version,
+                "noise": noise, "wrong_feedback": wrong_feedback,
                 **({"then_cases": len(then_cases), "static_then_top1": _hits(static_then, then_cases, 1),
                     "static_then_top3": _hits(static_then, then_cases, 3), "then_top1": _hits(then_diags, then_cases, 1),
                     "then_top3": _hits(then_diags, then_cases, 3)} if then_cases else {}),
@@ -162,7 +172,8 @@ def online_eval(args: argparse.Namespace, settings: Settings) -> int:
     def say(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
-    report = replay(settings, args.directory, progress=say, then=getattr(args, "then", None))
+    report = replay(settings, args.directory, progress=say, then=getattr(args, "then", None),
+                    noise=getattr(args, "noise", None) or 0.0)
     report["wall_seconds"] = round(time.perf_counter() - t0, 1)
     if not args.json:
         print(f"cases {report['cases']}  static top-1 {report['static_top1']:.3f}  online top-1 "

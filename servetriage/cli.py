@@ -66,6 +66,8 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--rules-only", action="store_true")
     e.add_argument("--online", action="store_true", help="replay as on-call traffic with feedback and retraining")
     e.add_argument("--then", metavar="DIR", help="with --online: afterwards, evaluate DIR with what was learned")
+    e.add_argument("--noise", type=float, metavar="FRACTION",
+                   help="with --online: this fraction of the replayed feedback names a wrong category")
     e.set_defaults(func=cmd_eval)
 
     c = sub.add_parser("corpus", help="check, count or export the incident corpus")
@@ -179,8 +181,10 @@ def _diagnose_together(engine: Engine, inputs: Iterable[LogText], args: argparse
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     if not args.directories and not args.healthy:
         raise InputError("eval: give a labelled directory, or --healthy DIR")
-    if args.then and not args.online:
-        raise InputError("eval --then goes with --online (replay one set, then evaluate another)")
+    if (args.then or args.noise) and not args.online:
+        raise InputError("eval --then and --noise go with --online (replay one set, then evaluate another)")
+    if args.noise is not None and not 0.0 <= args.noise <= 1.0:
+        raise InputError("eval --noise: a fraction between 0 and 1")
     if args.online:
         from servetriage.feedback import online_eval  # noqa: PLC0415
         if len(args.directories) != 1 or args.healthy:

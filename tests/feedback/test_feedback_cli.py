@@ -153,7 +153,14 @@ def test_online_eval_learns_on_a_temporary_copy(cli, capsys, fb_settings, tmp_pa
     assert (installed.active(), [m.version for m in installed.versions()]) == before  # never the installed model
     assert not fb_settings.db_path.exists()
     code, _, err = cli(capsys, "eval", str(labelled), "--then", str(other))
-    assert code == 2 and "--then goes with --online" in err
+    assert code == 2 and "go with --online" in err
+    code, _, err = cli(capsys, "eval", "--online", str(labelled), "--noise", "1.5")
+    assert code == 2 and "between 0 and 1" in err
+
+    code, out, _ = cli(capsys, "eval", "--online", str(labelled), "--noise", "1.0", "--json")
+    noisy = json.loads(out.strip().splitlines()[-1])
+    assert noisy["noise"] == 1.0 and noisy["wrong_feedback"] == 4  # every piece of feedback was wrong
+    assert noisy["second_pass_top1"] < report["second_pass_top1"]  # and it shows
 
     code, _, err = cli(capsys, "eval", "--online", str(tmp_path / "nothing"))
     assert code == 2 and "labels.jsonl" in err
