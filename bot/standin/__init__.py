@@ -7,15 +7,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._payloads import (command_body, event_envelope, interactive_body, message_event, message_shortcut,
-                        signed_headers, slack_escape, view_submission)
+                        posted_button, signed_headers, slack_escape, view_submission)
 from ._server import DEFAULT_APP_TOKEN, DEFAULT_TOKEN, Call, SlackStandIn
 
 if TYPE_CHECKING:
     from ._socket import SocketModeStandIn
 
-__all__ = ["Call", "DEFAULT_APP_TOKEN", "DEFAULT_TOKEN", "SlackStandIn", "SocketModeStandIn", "command_body",
-           "event_envelope", "interactive_body", "message_event", "message_shortcut", "signed_headers", "slack_escape",
-           "view_submission"]
+__all__ = [
+    "Call", "command_body", "DEFAULT_APP_TOKEN", "DEFAULT_TOKEN", "event_envelope", "interactive_body",
+    "message_event", "message_shortcut", "posted_button", "signed_headers", "slack_escape", "SlackStandIn",
+    "SocketModeStandIn", "view_submission",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -70,3 +70,13 @@ def view_submission(view: dict[str, Any], values: dict[str, Any], *, user: str =
     return {"type": "view_submission", "team": {"id": team_id}, "user": {"id": user}, "api_app_id": "A0001",
             "trigger_id": f"trig.{uuid.uuid4().hex[:12]}",
             "view": {**view, "id": "V0001", "state": {"values": values}}}
+
+
+def posted_button(blocks: list[dict[str, Any]], label: str) -> dict[str, Any]:
+    """The button of a posted message whose text starts with `label`, as a click on it carries it
+    (`block_id`, `action_id`, `value`): clicks in tests use what the bot really rendered."""
+    for block in blocks:
+        for element in block.get("elements") or ():
+            if element.get("type") == "button" and element["text"]["text"].startswith(label):
+                return {"block_id": block.get("block_id"), "action_id": element["action_id"], "value": element["value"]}
+    raise LookupError(f"no {label!r} button in the message")

@@ -245,16 +245,7 @@ class Triage:
         alone = [self.diagnoser.diagnose(log) for log in logs]
         diagnosis = placed(self.diagnoser.diagnose(merged.log), merged, alone)
         self.metrics.answered(diagnosis.category, "answered", time.perf_counter() - t0, diagnosis.model_version)
-        diagnosis = self._seen_before(job, diagnosis)
-        label = f"{len(logs)} logs read together"
-        diagnosis_id = self._record(job, diagnosis, merged.log)
-        ts = self._say(job, render_diagnosis(diagnosis, diagnosis_id, label), placeholder)
-        if ts:
-            self._replied(job)
-            try:
-                self.recorder.attach_reply(diagnosis_id, ts)
-            except Exception:
-                log.exception("recorder.attach_reply failed")
+        self._reply(job, diagnosis, merged.log, f"{len(logs)} logs read together", placeholder)
 
     def _thread_log(self, job: Job) -> LogText | None:
         """In a thread whose earlier answer said what was missing (another rank's log, the kernel log),
@@ -284,6 +275,11 @@ class Triage:
                 self._replied(job)
             return
         self.metrics.answered(diagnosis.category, "answered", engine_s, diagnosis.model_version)
+        self._reply(job, diagnosis, text, label, placeholder)
+
+    def _reply(self, job: Job, diagnosis: Diagnosis, text: LogText, label: str | None,
+               placeholder: str | None) -> None:
+        """The full answer: linked to earlier ones, recorded for the buttons, posted, tied to its ts."""
         diagnosis = self._seen_before(job, diagnosis)
         diagnosis_id = self._record(job, diagnosis, text)
         ts = self._say(job, render_diagnosis(diagnosis, diagnosis_id, label), placeholder)

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from servetriage.bot.standin import SlackStandIn, event_envelope, interactive_body, message_event, signed_headers
+from servetriage.bot.standin import (SlackStandIn, event_envelope, interactive_body, message_event, posted_button,
+                                     signed_headers)
 from servetriage.feedback import FeedbackStore
 from servetriage.storage import connect
 
@@ -87,14 +88,6 @@ class Replica:
             self.proc.kill()
 
 
-def _button(blocks: list[dict[str, Any]], label: str) -> dict[str, Any]:
-    for block in blocks:
-        for element in block.get("elements") or ():
-            if element.get("type") == "button" and element["text"]["text"].startswith(label):
-                return {"block_id": block.get("block_id"), "action_id": element["action_id"], "value": element["value"]}
-    raise AssertionError(f"no {label} button")
-
-
 def test_two_replicas_share_the_dedupe_ledger_and_the_votes(tmp_path: Path, postgres):
     url = postgres.new_database()
     with SlackStandIn() as slack:
@@ -114,7 +107,7 @@ def test_two_replicas_share_the_dedupe_ledger_and_the_votes(tmp_path: Path, post
             assert len(slack.calls_to("chat.postMessage")) == 1 and "gpu-oom" in posted.text
             message = {"ts": "1712000000.900000", "text": posted.args.get("text"), "blocks": posted.blocks}
 
-            up, down = _button(posted.blocks, "👍"), _button(posted.blocks, "👎")
+            up, down = posted_button(posted.blocks, "👍"), posted_button(posted.blocks, "👎")
             assert replicas[0].click("U1", up, message) == 200
             assert replicas[1].click("U1", up, message) == 200   # the same vote again, through the other one
             assert replicas[1].click("U2", down, message) == 200

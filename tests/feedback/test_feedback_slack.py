@@ -19,8 +19,8 @@ import pytest
 from fbhelpers import NOVEL_LABEL, NOVEL_LOG, novel_variant
 
 from servetriage.bot import HttpAdapter, HttpServer, build_app
-from servetriage.bot.standin import (SlackStandIn, event_envelope, interactive_body, message_event, signed_headers,
-                                     view_submission)
+from servetriage.bot.standin import (SlackStandIn, event_envelope, interactive_body, message_event, posted_button,
+                                     signed_headers, view_submission)
 from servetriage.feedback import for_bot
 
 SECRET = "feedbacksecret0123456789abcdef00"
@@ -88,17 +88,8 @@ def served(fb_settings, fb_corpus):
 
 def _reply(slack, n: int = 1):
     posted = slack.wait_for("chat.postMessage", n)[n - 1]
-    up = _button(posted.blocks, "👍")
+    up = posted_button(posted.blocks, "👍")
     return posted, up["value"]
-
-
-def _button(blocks: list[dict[str, Any]], label: str) -> dict[str, Any]:
-    """The posted button whose text starts with `label`, as a click on it carries it."""
-    for block in blocks:
-        for element in block.get("elements") or ():
-            if element.get("type") == "button" and element["text"]["text"].startswith(label):
-                return {"block_id": block.get("block_id"), "action_id": element["action_id"], "value": element["value"]}
-    raise AssertionError(f"no {label} button in the reply")
 
 
 def test_buttons_reactions_correction_and_new_incident(served):
@@ -113,14 +104,14 @@ def test_buttons_reactions_correction_and_new_incident(served):
     message = {"ts": reply_ts, "text": posted.args.get("text"), "blocks": posted.blocks}
 
     # 👍 from U1: stored before the click is acknowledged, then the tally and an ephemeral thank-you
-    status, _ = client.click("U1", _button(posted.blocks, "👍"), message, slack.response_url())
+    status, _ = client.click("U1", posted_button(posted.blocks, "👍"), message, slack.response_url())
     assert status == 200 and [(v["user"], v["direction"]) for v in store.votes.all(did)] == [("U1", 1)]
     slack.wait_for("chat.update", where=lambda c: c.args.get("ts") == reply_ts and "👍 1" in c.text)
     [thanks] = slack.wait_for("chat.postEphemeral", where=lambda c: c.args.get("user") == "U1")
     assert "recorded" in thanks.text and thanks.args["thread_ts"] == "1712000000.000100"
 
     # 👎 from U2: the acknowledgement is the correction, in one step
-    client.click("U2", _button(posted.blocks, "👎"), message, slack.response_url())
+    client.click("U2", posted_button(posted.blocks, "👎"), message, slack.response_url())
     [prompt] = slack.wait_for("chat.postEphemeral", where=lambda c: c.args.get("user") == "U2")
     [select_block] = [b for b in prompt.blocks if b["type"] == "actions"]
     select = select_block["elements"][0]
@@ -128,7 +119,7 @@ def test_buttons_reactions_correction_and_new_incident(served):
     assert select["type"] == "static_select" and "Categories" in labels and any(l.startswith("Incidents") for l in labels)
     values = {o["value"] for g in select["option_groups"] for o in g["options"]}
     assert f"c:{NOVEL_LABEL}" in values and "i:fb-test-engine-dead" in values
-    new_incident = _button([select_block], "New incident")
+    new_incident = posted_button([select_block], "New incident")
 
     url = slack.response_url("fix-u2")
     status, _ = client.click("U2", {"action_id": select["action_id"], "block_id": select_block["block_id"],
@@ -182,12 +173,12 @@ def test_votes_outside_the_allowlist_are_kept_and_said_so(served):
     client.event(message_event(NOVEL_LOG, channel=CHANNEL, user="UASK", ts="1712000200.000100"))
     posted, did = _reply(slack)
     message = {"ts": "1712000200.999", "text": posted.args.get("text"), "blocks": posted.blocks}
-    client.click("UOUTSIDER", _button(posted.blocks, "👍"), message, slack.response_url())
+    client.click("UOUTSIDER", posted_button(posted.blocks, "👍"), message, slack.response_url())
     [said] = slack.wait_for("chat.postEphemeral", where=lambda c: c.args.get("user") == "UOUTSIDER")
     assert "only the on-call trainers" in said.text
     assert slack.calls_to("usergroups.users.list")[0].args["usergroup"] == "SONCALL"
     assert len(parts.store.votes.all(did)) == 1 and parts.store.training.examples() == []
-    status, _ = client.click("U1", {**_button(posted.blocks, "👍"), "value": "no-such-diagnosis"}, message,
+    status, _ = client.click("U1", {**posted_button(posted.blocks, "👍"), "value": "no-such-diagnosis"}, message,
                              slack.response_url("gone"))
     assert status == 200
     [gone] = slack.wait_for("response_url", where=lambda c: c.path.endswith("/gone"))
