@@ -28,6 +28,7 @@ _LAZY = {
     "embedder_for": "._learned", "embedder_path": "._learned", "normalize_line": "._embed", "engine_for_model": "._learned",
     "ensure_model": "._learned", "load_model": "._learned", "train_command": "._learned",
     "Model": "._train", "TrainingExample": "._train", "retrain": "._train", "train": "._train",
+    "warm_retrain": "._train",
 }
 
 
@@ -47,5 +48,5 @@ __all__ = [
     "Initiating", "Line", "load_model", "LogText", "merge", "Merged", "Meta", "Model", "MODEL_FORMAT", "ModelStatus",
     "normalize", "normalize_line", "on_call_lines", "OtherRun", "parse_prefix", "PassScores", "PassVotes",
     "paste_notes", "placed", "read_inputs", "read_path", "redact", "render_text", "retrain", "Scanner", "SeenBefore",
-    "split_members", "Symptom", "train", "train_command", "TrainingExample", "UNKNOWN",
+    "split_members", "Symptom", "train", "train_command", "TrainingExample", "UNKNOWN", "warm_retrain",
 ]

@@ -22,12 +22,13 @@ import joblib
 
 from servetriage._errors import ModelError
 
-FORMAT = 8  # 2: incident centroids, fitted threshold, exception lines; 3: seeded classifier;
+FORMAT = 9  # 2: incident centroids, fitted threshold, exception lines; 3: seeded classifier;
 # 4: code-path attribution, the fault_lines feature, calibration on unseen and known variants;
 # 5: calibration reads examples as served (log shape, failure chain, printouts set aside);
 # 6: catalogue messages rendered as training examples, folds holding out their source directories;
 # 7: no catalogue hit in a symptom category;
-# 8: the threshold is fitted on the served sequence (earlier fault, fusion, AFTER_FUSION adjustments)
+# 8: the threshold is fitted on the served sequence (earlier fault, fusion, AFTER_FUSION adjustments);
+# 9: the classifier's vectoriser saved apart (features.joblib, linked by retrains), feedback weighted
 
 
 MODEL_FORMAT = FORMAT  # the artefact layout this build reads (exported)
@@ -171,7 +172,7 @@ class ArtefactStore:
 
     def loadable(self, version: str) -> bool:
         """Its objects are still on disk (not pruned)."""
-        return (self.path(version) / "meta.json").is_file() and (self.path(version) / "classifier.joblib").is_file()
+        return all((self.path(version) / name).is_file() for name in ("meta.json", "classifier.joblib", "features.joblib"))
 
     def strip(self, version: str) -> None:
         """Delete a version's objects and keep its record (meta and status)."""
@@ -184,13 +185,24 @@ class ArtefactStore:
             else:
                 child.unlink()
 
-    def save(self, meta: Meta, objects: dict[str, Any]) -> Path:
-        """Write into a temporary directory, then rename: a reader never sees half a version."""
+    def save(self, meta: Meta, objects: dict[str, Any], linked: dict[str, str] | None = None) -> Path:
+        """Write into a temporary directory, then rename: a reader never sees half a version.
+
+        `linked`: objects this version shares with another (name -> that version), hard-linked rather
+        than written again (a retrain keeps its parent's vectoriser); copied where links fail."""
         final = self.path(meta.version)
         tmp = self.root / f".tmp-{meta.version}-{os.getpid()}"
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir(parents=True)
+        for name, other in (linked or {}).items():
+            source = self.path(other) / f"{name}.joblib"
+            if not source.is_file():
+                raise ModelError(f"model {other}: no {name} to share")
+            try:
+                os.link(source, tmp / source.name)
+            except OSError:
+                shutil.copy2(source, tmp / source.name)
         for name, obj in objects.items():
             if hasattr(obj, "save") and name == "index":
                 obj.save(tmp / "index")

@@ -23,7 +23,7 @@ from ._earlier import earlier_fault
 from ._diagnosis import (UNKNOWN, Candidate, Diagnosis, Earlier, EvidenceLine, IncidentRef, Initiating, OtherRun,
                          PassVotes, Symptom)
 from ._extract import Extract
-from ._features import first_fault_line, has_fault
+from ._features import document, first_fault_line, has_fault
 from ._fuse import Calibrator, Fusion, PassScores, fuse
 from ._ingest import LogText, from_text
 from ._metrics import MetricsVerdict
@@ -53,6 +53,33 @@ class Steer(Protocol):
     def __call__(self, log: LogText, ex: Extract, fusion: Fusion) -> tuple[Fusion, dict[str, PassScores]]: ...
 
 
+@dataclasses.dataclass(frozen=True)
+class CorpusParts:
+    """What is built from a corpus alone (the rules' scanner, the lifecycle patterns, the catalogue's
+    index): shared by every engine over the same corpus in a process, so a candidate model's engine
+    (the promotion gate builds one per retrain) costs nothing to build."""
+
+    scanner: Scanner
+    lifecycle: LifecyclePatterns
+    messages: MessageIndex
+
+
+_PARTS: list[tuple[Corpus, CorpusParts]] = []   # by the corpus object itself (identity, held here)
+_PARTS_LOCK = threading.Lock()
+PARTS_KEPT = 2   # corpora whose parts stay built (the current one and the one it replaced)
+
+
+def corpus_parts(corpus: Corpus) -> CorpusParts:
+    with _PARTS_LOCK:
+        for known, parts in _PARTS:
+            if known is corpus:
+                return parts
+        parts = CorpusParts(Scanner(corpus), LifecyclePatterns(corpus.lifecycle), message_index(corpus))
+        _PARTS.append((corpus, parts))
+        del _PARTS[:-PARTS_KEPT]
+        return parts
+
+
 class Engine:
     """Diagnoses logs. Thread-safe once warm; one per process is enough."""
 
@@ -75,9 +102,9 @@ class Engine:
                     self._corpus = load_corpus(self.settings.extra_corpus_dirs)
         return self._corpus
 
-    @functools.cached_property
+    @property
     def scanner(self) -> Scanner:
-        return Scanner(self.corpus)
+        return self._parts.scanner
 
     @property
     def passes(self) -> tuple[LearnedPass, ...]:
@@ -100,13 +127,17 @@ class Engine:
             return self.settings.min_confidence
         return self.calibrator.threshold
 
-    @functools.cached_property
+    @property
     def lifecycle(self) -> LifecyclePatterns:
-        return LifecyclePatterns(self.corpus.lifecycle)
+        return self._parts.lifecycle
+
+    @property
+    def messages(self) -> MessageIndex:
+        return self._parts.messages
 
     @functools.cached_property
-    def messages(self) -> MessageIndex:
-        return message_index(self.corpus)
+    def _parts(self) -> CorpusParts:
+        return corpus_parts(self.corpus)
 
     @functools.cached_property
     def symptom_roles(self) -> frozenset[str]:
@@ -126,6 +157,14 @@ class Engine:
         return self
 
     # -- diagnosis ----------------------------------------------------------------------------
+    def classifier_document(self, text: str) -> str:
+        """What the classifier pass reads of `text` ("" when nothing is left to read): the promotion
+        gate asks many models about one log, and this part does not depend on the model."""
+        if not text or text.isspace():
+            return ""
+        reading = read_log(text, self.scanner, self.corpus, self.lifecycle, self.symptom_roles, self.messages)
+        return document(reading.focus) if reading.focus.lines else ""
+
     def diagnose_text(self, text: str, name: str | None = None) -> Diagnosis:
         return self.diagnose(from_text(text, name or "-"))
 

@@ -87,13 +87,13 @@ def load_model(settings: Settings, corpus: Corpus, embedder: Embedder, version: 
         raise ModelError("no trained model yet: run `servetriage train`")
     meta = store.meta(version)
     store.check(meta, corpus.fingerprint, embedder.name)
-    clf = store.load_object(version, "classifier")
+    clf = store.load_object(version, "classifier").attach(store.load_object(version, "features"))
     calibrator = store.load_object(version, "calibrator")
     try:
         index = Index.load(store.path(version) / "index")
     except (OSError, RuntimeError, ValueError) as exc:
         raise ModelError(f"model {version}: cannot load its index ({type(exc).__name__})") from None
-    return Model(clf, index, calibrator, meta)
+    return Model(clf, index, calibrator, meta, tuple(extra_examples(settings, version)))
 
 
 def extra_examples(settings: Settings, version: str | None) -> list[TrainingExample]:

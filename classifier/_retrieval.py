@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import faiss
@@ -60,6 +60,31 @@ class Index:
     def subset(self, keep: Sequence[bool]) -> Index:
         idx = [i for i, k in enumerate(keep) if k]
         return Index([self.entries[i] for i in idx], self.vectors[idx], self.stoplines)
+
+    def with_feedback(self, entries: Sequence[Entry], encode: Callable[[list[str]], np.ndarray]) -> Index:
+        """This index's corpus entries and `entries` (on-call's, kind "feedback") in place of its own
+        feedback entries. Only lines this index has no vector for are encoded; when its feedback entries
+        are a prefix of `entries` (the usual case: one more vote), the search index is copied and
+        extended rather than rebuilt."""
+        own = [i for i, e in enumerate(self.entries) if e.kind == "feedback"]
+        known = {self.entries[i].text: i for i in own}
+        new_texts = list(dict.fromkeys(e.text for e in entries if e.text not in known))
+        fresh = encode(new_texts) if new_texts else np.zeros((0, self.vectors.shape[1]), dtype=np.float32)
+        row = {t: fresh[n] for n, t in enumerate(new_texts)}
+        vec = [row[e.text] if e.text in row else self.vectors[known[e.text]] for e in entries]
+        added = np.asarray(vec, dtype=np.float32).reshape(len(entries), self.vectors.shape[1])
+        n_own = len(own)
+        prefix = own == list(range(len(self.entries) - n_own, len(self.entries))) and \
+            [self.entries[i] for i in own] == list(entries[:n_own])
+        if prefix:
+            out = Index.__new__(Index)
+            out.stoplines, out.entries = self.stoplines, self.entries + tuple(entries[n_own:])
+            out._index = faiss.clone_index(self._index)
+            out._index.add(np.ascontiguousarray(added[n_own:]))
+            out.vectors = np.concatenate([self.vectors, added[n_own:]]) if len(entries) > n_own else self.vectors
+            return out
+        base = self.subset([e.kind != "feedback" for e in self.entries])
+        return Index(list(base.entries) + list(entries), np.concatenate([base.vectors, added]), self.stoplines)
 
     def usable(self, lines: Sequence[str]) -> list[str]:
         return [l for l in lines if l not in self.stoplines]

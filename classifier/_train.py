@@ -11,9 +11,12 @@ import dataclasses
 import hashlib
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
+from scipy.sparse import vstack
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
@@ -58,6 +61,7 @@ class Model:
     index: Index
     calibrator: Calibrator
     meta: Meta
+    extra: tuple[TrainingExample, ...] = ()   # the feedback examples it was trained with
 
 
 def corpus_examples(corpus: Corpus) -> list[TrainingExample]:
@@ -133,17 +137,42 @@ def _prepare(examples: Sequence[TrainingExample]) -> list[_Prepared]:
     return out
 
 
-def _fit_classifier(prep: Sequence[_Prepared], sig_entries: Sequence[Entry]) -> TextClassifier:
+FEEDBACK_WEIGHT = 3.0   # one example on-call labelled counts as this many corpus examples in the fit
+
+
+@dataclasses.dataclass(frozen=True)
+class _Docs:
+    """The classifier's training documents: each example's document, its last exception line (a pasted
+    fragment is often just that line), the signatures' own text."""
+
+    docs: list[str]
+    labels: list[str]
+    weights: list[float]
+
+
+def _documents(prep: Sequence[_Prepared], sig_entries: Sequence[Entry] = ()) -> _Docs:
     docs = [p.doc for p in prep] + [e.text for e in sig_entries]
     labels = [p.example.category for p in prep] + [e.category for e in sig_entries]
-    # A pasted fragment is often just the last exception line: teach that view too.
-    for p in prep:
+    weights = [_weight(p) for p in prep] + [1.0] * len(sig_entries)
+    for p in prep:  # a pasted fragment is often just the last exception line: teach that view too
         last = next((l.body for l in reversed(p.ex.lines) if l.exception), None)
         if last:
             docs.append(normalize_line(last))
             labels.append(p.example.category)
-    clf = TextClassifier().fit(docs, labels)
-    clf.fit_incidents([p.doc for p in prep], [p.example.incident for p in prep], [p.example.category for p in prep])
+            weights.append(_weight(p))
+    return _Docs(docs, labels, weights)
+
+
+def _weight(p: _Prepared) -> float:
+    return FEEDBACK_WEIGHT if p.example.source == "feedback" else 1.0
+
+
+def _fit_classifier(prep: Sequence[_Prepared], sig_entries: Sequence[Entry]) -> TextClassifier:
+    d = _documents(prep, sig_entries)
+    clf = TextClassifier()
+    rows = clf.fit_vectoriser(d.docs)
+    clf.fit_head(rows, d.labels, d.weights)
+    clf.fit_incidents(rows[: len(prep)], [p.example.incident for p in prep], [p.example.category for p in prep])
     return clf
 
 
@@ -206,9 +235,9 @@ def train(corpus: Corpus, embedder: Embedder, store: ArtefactStore, extra: Seque
                 created=time.time(), metrics={**cv, "train_seconds": round(time.perf_counter() - t0, 2),
                                                "embed_seconds": round(embed_s, 2), "index_entries": len(entries)},
                 examples=len(examples), feedback_examples=sum(e.source == "feedback" for e in examples), parent=parent)
-    store.save(meta, {"classifier": clf, "calibrator": calibrator, "index": full_index,
+    store.save(meta, {"features": clf.features, "classifier": clf, "calibrator": calibrator, "index": full_index,
                       "extra": [dataclasses.asdict(e) for e in extra]})
-    return Model(clf, full_index, calibrator, meta)
+    return Model(clf, full_index, calibrator, meta, tuple(extra))
 
 
 def _cross_validate(corpus: Corpus, prep: list[_Prepared], full_index: Index, qvec_rows: dict[int, list[int]],
@@ -327,33 +356,100 @@ def base_examples(corpus: Corpus) -> list[TrainingExample]:
         return list(cached)
 
 
+@dataclasses.dataclass(frozen=True)
+class _BaseRows:
+    """What every retrain of one parent vectoriser shares: the corpus part of the training matrix."""
+
+    features: object        # the vectoriser these rows came from (compared by identity)
+    fingerprint: str
+    rows: Any               # sparse rows of _documents(base prep, signatures)
+    labels: list[str]
+    weights: list[float]
+    prepared: int           # the first `prepared` rows are the examples' own documents (for the centroids)
+    incidents: list[str]
+    categories: list[str]
+
+
+_BASE_ROWS: list[_BaseRows] = []
+_PREPARED: OrderedDict[tuple[str, str, str, str], _Prepared] = OrderedDict()
+PREPARED_CACHE = 20000   # feedback examples kept read (extract, document) between retrains
+
+
+def _base_rows(parent: TextClassifier, corpus: Corpus) -> _BaseRows:
+    with _BASE_LOCK:
+        for b in _BASE_ROWS:
+            if b.features is parent.features and b.fingerprint == corpus.fingerprint:
+                return b
+    prep = _prepare(base_examples(corpus))
+    d = _documents(prep, _signature_entries(corpus))
+    base = _BaseRows(parent.features, corpus.fingerprint, parent.transform(d.docs), d.labels, d.weights, len(prep),
+                     [p.example.incident for p in prep], [p.example.category for p in prep])
+    with _BASE_LOCK:
+        _BASE_ROWS[:] = [base]
+    return base
+
+
+def warm_retrain(model: Model, corpus: Corpus) -> None:
+    """Read the corpus's examples for `model`'s retrains now (the bot's start-up), not on the first vote."""
+    _base_rows(model.classifier, corpus)
+
+
+def _prepared(examples: Sequence[TrainingExample]) -> list[_Prepared]:
+    """`_prepare` with a memory: a retrain after one vote reads only the new example."""
+    out = []
+    for e in examples:
+        key = (e.text, e.category, e.incident, e.source)
+        with _BASE_LOCK:
+            hit = _PREPARED.get(key)
+        if hit is None:
+            hit = _prepare([e])[0]
+            with _BASE_LOCK:
+                _PREPARED[key] = hit
+                while len(_PREPARED) > PREPARED_CACHE:
+                    _PREPARED.popitem(last=False)
+        out.append(hit)
+    return out
+
+
 def retrain(parent: Model, corpus: Corpus, embedder: Embedder, store: ArtefactStore,
             extra: Sequence[TrainingExample]) -> Model:
-    """A quick retrain for feedback: refit the classifier and extend the index, keep the calibrator.
+    """A quick retrain for feedback: refit the classifier's head, extend the index, keep the calibrator.
 
     The parent's cross-validated calibration still describes the passes (the corpus is unchanged),
-    so the seconds a full cross-validation costs are not spent on every vote.
+    so the seconds a full cross-validation costs are not spent on every vote; nor are the vectoriser's
+    (its vocabulary was fitted on the corpus, and the corpus rows are cached) or the corpus lines'
+    embeddings (the parent's index keeps them; only feedback lines are encoded).
     """
     if parent.meta.corpus_fingerprint != corpus.fingerprint:
         raise ValueError("the corpus changed since the parent model: run a full train")
     t0 = time.perf_counter()
-    examples = base_examples(corpus) + list(extra)
-    prep = _prepare(examples)
-    sig_entries = _signature_entries(corpus)
-    clf = _fit_classifier(prep, sig_entries)
-    fb_prep = [p for p in prep if p.example.source == "feedback"]
+    base = _base_rows(parent.classifier, corpus)
+    fb_prep = _prepared(extra)
+    fb = _documents(fb_prep)
+    fb_rows = parent.classifier.cached_rows(fb.docs) if fb.docs else None
+    rows = vstack([base.rows, fb_rows]).tocsr() if fb_rows is not None else base.rows
+    kept = set(extra)
+    changed = _documents(_prepared([e for e in extra if e not in set(parent.extra)]
+                                   + [e for e in parent.extra if e not in kept]))
+    if changed.docs:
+        clf = parent.classifier.updated(rows, base.labels + fb.labels, base.weights + fb.weights,
+                                        parent.classifier.cached_rows(changed.docs), changed.labels)
+    else:
+        clf = parent.classifier.refit(rows, base.labels + fb.labels, base.weights + fb.weights)
+    own = vstack([base.rows[: base.prepared], fb_rows[: len(fb_prep)]]).tocsr() if fb_rows is not None \
+        else base.rows[: base.prepared]
+    clf.fit_incidents(own, base.incidents + [p.example.incident for p in fb_prep],
+                      base.categories + [p.example.category for p in fb_prep])
     fb_entries = [Entry(q, p.example.category, p.example.incident, "feedback")
                   for p in fb_prep for q in parent.index.usable(p.qlines)[:QUERY_LINES]]
-    base_index = parent.index.subset([e.kind != "feedback" for e in parent.index.entries])
-    vectors = np.concatenate([base_index.vectors, embedder.encode([e.text for e in fb_entries])]) if fb_entries \
-        else base_index.vectors
-    index = Index(list(base_index.entries) + fb_entries, vectors, parent.index.stoplines)
+    index = parent.index.with_feedback(fb_entries, embedder.encode)
     meta = Meta(version=store.new_version(), format=FORMAT, corpus_fingerprint=corpus.fingerprint,
                 embedder=embedder.name, created=time.time(),
                 metrics={**{k: v for k, v in parent.meta.metrics.items() if k.startswith("cv_")},
                          "train_seconds": round(time.perf_counter() - t0, 2), "index_entries": len(index.entries),
-                         "retrain_of": parent.meta.version},
-                examples=len(examples), feedback_examples=len(extra), parent=parent.meta.version)
+                         "retrain_of": parent.meta.version, "classes_refitted": len(clf.moved)},
+                examples=base.prepared + len(extra), feedback_examples=len(extra), parent=parent.meta.version)
     store.save(meta, {"classifier": clf, "calibrator": parent.calibrator, "index": index,
-                      "extra": [dataclasses.asdict(e) for e in extra]})
-    return Model(clf, index, parent.calibrator, meta)
+                      "extra": [dataclasses.asdict(e) for e in extra]},
+               linked={"features": parent.meta.version})
+    return Model(clf, index, parent.calibrator, meta, tuple(extra))

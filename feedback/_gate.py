@@ -2,11 +2,13 @@
 
 The set is a fixed, category-balanced sample of corpus examples (what the model must keep knowing)
 plus the confirmed feedback examples held out of training (what on-call said the bot got right).
-Both models answer through the real `Engine` (the same code path as the bot). Feedback cases are
-scored on the answer on-call would see; corpus cases on the classifier's own first answer, because
-every corpus example carries its own incident's signature: scored on the fused answer, the sample
-would measure the rules (which a retrain never changes) and let a broken classifier through. The
-active model's answers are cached per version and gate set, so a retrain pays only for the candidate's.
+Feedback cases are answered through the real `Engine` (the same code path as the bot) and scored on
+the answer on-call would see; corpus cases on the classifier's own first answer, because every
+corpus example carries its own incident's signature: scored on the fused answer, the sample would
+measure the rules (which a retrain never changes) and let a broken classifier through. That answer
+is the classifier pass's, for the document the engine reads from the log (`Engine.classifier_document`),
+asked of the whole sample at once. The active model's answers are cached per version and gate set,
+so a retrain pays only for the candidate's.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ def gate_hash(cases: Sequence[GateCase]) -> str:
     return h.hexdigest()[:16]
 
 
-Predict = Callable[["GateCase"], str]   # a gate case -> the category the model answers
+Predict = Callable[[Sequence["GateCase"]], list[str]]   # gate cases -> the category the model answers for each
 
 
 class Gate:
@@ -68,19 +70,19 @@ class Gate:
 
     def score(self, version: str, predict: Predict, cases: Sequence[GateCase], cache: bool = True,
               context: Callable[[str], object] = lambda text: None) -> dict[str, float | int]:
-        """`context(text)`: whatever else the answer depends on (the memory's verdict), part of the key."""
-        preds = []
-        for c in cases:
-            key = (version, c.part, hashlib.blake2b(c.text.encode("utf-8", "replace"), digest_size=16).hexdigest(),
-                   context(c.text))
-            ans = self._answers.get(key) if cache else None
-            if ans is None:
-                ans = predict(c)
+        """`predict` answers a batch of cases; `context(text)`: whatever else the answer depends on (the
+        memory's verdict), part of the key."""
+        keys = [(version, c.part, hashlib.blake2b(c.text.encode("utf-8", "replace"), digest_size=16).hexdigest(),
+                 context(c.text)) for c in cases]
+        preds: list[str | None] = [self._answers.get(k) if cache else None for k in keys]
+        todo = [i for i, p in enumerate(preds) if p is None]
+        if todo:
+            for i, ans in zip(todo, predict([cases[i] for i in todo])):
+                preds[i] = ans
                 if cache:
-                    self._answers[key] = ans
-                    while len(self._answers) > self._size:
-                        self._answers.popitem(last=False)
-            preds.append(ans)
+                    self._answers[keys[i]] = ans
+            while len(self._answers) > self._size:
+                self._answers.popitem(last=False)
         out: dict[str, float | int] = {"cases": len(cases), "correct": sum(p == c.label for p, c in zip(preds, cases))}
         for part in ("corpus", "feedback"):
             idx = [i for i, c in enumerate(cases) if c.part == part]

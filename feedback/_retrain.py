@@ -32,13 +32,14 @@ from collections.abc import Callable, Sequence
 
 from servetriage._errors import ModelError
 
-from ._gate import CORPUS_SAMPLE, FEEDBACK_MAX, Gate, GateCase, corpus_gate_cases, faiss_single_thread, gate_hash
+from ._gate import (CORPUS_SAMPLE, FEEDBACK_MAX, Gate, GateCase, Predict, corpus_gate_cases, faiss_single_thread,
+                    gate_hash)
 from ._handle import ModelHandle
 from ._store import FeedbackStore
 from ._training import FeedbackExample
 
 if TYPE_CHECKING:
-    from servetriage.classifier import Engine, TrainingExample
+    from servetriage.classifier import Engine, Model, TrainingExample
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +104,7 @@ class Retrainer:
         self._seen_generation: int | None = None
         self._extra_keys: dict[str, frozenset[tuple[str, str]]] = {}
         self._corpus_cases: list[GateCase] | None = None
+        self._documents: dict[str, str] = {}   # gate log -> the classifier's input (the corpus sample: bounded)
 
     # -- background ----------------------------------------------------------------------------
     def notify(self) -> None:
@@ -157,9 +159,11 @@ class Retrainer:
         engine, version = self.handle.engine, self.handle.version
         if not self.handle.learning or version is None:
             return
+        from servetriage.classifier import warm_retrain  # noqa: PLC0415
+        warm_retrain(self.handle.model, self.handle.corpus)
         with faiss_single_thread():
-            self.gate.score(version, self._predictor(engine), self._gate_cases(self.store.training.examples()),
-                            context=self.handle.memory_key)
+            self.gate.score(version, self._predictor(engine, self.handle.model),
+                            self._gate_cases(self.store.training.examples()), context=self.handle.memory_key)
 
     # -- one cycle ---------------------------------------------------------------------------------
     def run_once(self, *, force: bool = False, require_gate: bool = True) -> RetrainResult:
@@ -218,7 +222,7 @@ class Retrainer:
         active_engine = self.handle.engine_for(parent) if self.handle.version != parent.meta.version \
             else self.handle.engine
         cand_engine = self.handle.engine_for(candidate)
-        active, cand = self._predictor(active_engine), self._predictor(cand_engine)
+        active, cand = self._predictor(active_engine, parent), self._predictor(cand_engine, candidate)
         with faiss_single_thread():
             g_active = self.gate.score(parent.meta.version, active, cases, context=self.handle.memory_key)
             g_cand = self.gate.score(version, cand, cases, context=self.handle.memory_key)
@@ -250,15 +254,24 @@ class Retrainer:
         return RetrainResult(state, version, parent.meta.version, reason, time.perf_counter() - t0, retrain_s, gate,
                              len(extra))
 
-    @staticmethod
-    def _predictor(engine: Engine) -> Callable[[GateCase], str]:
+    def _predictor(self, engine: Engine, model: Model) -> Predict:
         """Feedback cases: the answer on-call would see. Corpus cases: the classifier's own first answer
-        (see `_gate`): the rules answer every corpus example, and a retrain never changes them."""
-        def predict(case: GateCase) -> str:
-            d = engine.diagnose_text(case.text)
-            votes = d.passes.classifier if case.part == "corpus" else None
-            return max(votes, key=votes.__getitem__) if votes else d.category
+        (see `_gate`), for the whole batch at once: the rules answer every corpus example, and a retrain
+        never changes them."""
+        def predict(cases: Sequence[GateCase]) -> list[str]:
+            docs = [self._document(engine, c.text) if c.part == "corpus" else "" for c in cases]
+            read = [i for i, d in enumerate(docs) if d]
+            first = dict(zip(read, model.classifier.first_answers([docs[i] for i in read])))
+            return [first[i] if i in first else engine.diagnose_text(c.text).category for i, c in enumerate(cases)]
         return predict
+
+    def _document(self, engine: Engine, text: str) -> str:
+        """The classifier's input for a gate log (the same for every model: the reading is the rules')."""
+        key = hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).hexdigest()
+        doc = self._documents.get(key)
+        if doc is None:
+            doc = self._documents[key] = engine.classifier_document(text)
+        return doc
 
     def _gate_cases(self, feedback: Sequence[FeedbackExample]) -> list[GateCase]:
         if self._corpus_cases is None:

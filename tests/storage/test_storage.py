@@ -59,7 +59,8 @@ def _version(root, name: str) -> None:
     (root / name / "meta.json").write_text(json.dumps({
         "version": name, "format": 8, "corpus_fingerprint": "x", "embedder": None, "created": 1.0, "metrics": {},
         "examples": 1}))
-    (root / name / "classifier.joblib").write_bytes(b"w")
+    for part in ("classifier", "features"):
+        (root / name / f"{part}.joblib").write_bytes(b"w")
 
 
 def test_replicas_follow_one_active_pointer_in_the_database(database_url, tmp_path):
