@@ -101,6 +101,11 @@ class Tally(Protocol):
     @property
     def suggested(self) -> tuple[tuple[str, int], ...]: ...
 
+    @property
+    def waiting(self) -> str | None:
+        """A correction that waits for a second voice before it teaches."""
+        ...
+
 
 class VoteOutcome(Protocol):
     """A stored vote: `changed` is False for the same vote cast again; `throttled`/`trusted` say

@@ -14,6 +14,7 @@ from ._diagnosis import (UNKNOWN, Candidate, Diagnosis, Earlier, EvidenceLine, I
                          PassVotes, SeenBefore, Symptom)
 from ._engine import Engine
 from ._extract import Extract, detect_engine, detect_versions, extract, parse_prefix
+from ._features import fault_lines
 from ._ingest import LogText, decode, from_bytes, from_stream, from_text, normalize, read_inputs, read_path
 from ._redact import redact
 from ._render import on_call_lines, paste_notes, render_text
@@ -44,7 +45,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "artefacts_for", "ArtefactStore", "Calibrator", "Candidate", "decode", "detect_engine", "detect_versions",
     "Diagnosis", "Earlier", "embedder_for", "embedder_path", "Engine", "engine_for_model", "ensure_model",
-    "EvidenceLine", "Extract", "extract", "from_bytes", "from_stream", "from_text", "Fusion", "Hit", "IncidentRef",
+    "EvidenceLine", "Extract", "extract", "fault_lines", "from_bytes", "from_stream", "from_text", "Fusion", "Hit", "IncidentRef",
     "Initiating", "Line", "load_model", "LogText", "merge", "Merged", "Meta", "Model", "MODEL_FORMAT", "ModelStatus",
     "normalize", "normalize_line", "on_call_lines", "OtherRun", "parse_prefix", "PassScores", "PassVotes",
     "paste_notes", "placed", "read_inputs", "read_path", "redact", "render_text", "retrain", "Scanner", "SeenBefore",

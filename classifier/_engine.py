@@ -157,13 +157,18 @@ class Engine:
         return self
 
     # -- diagnosis ----------------------------------------------------------------------------
+    def focus(self, text: str) -> Extract:
+        """The lines of `text` the passes read (the failed run's salient lines, the engine's own noise
+        and printouts set aside): the same for every model, so the feedback memory and the promotion
+        gate read a stored log once."""
+        return read_log(text, self.scanner, self.corpus, self.lifecycle, self.symptom_roles, self.messages).focus
+
     def classifier_document(self, text: str) -> str:
-        """What the classifier pass reads of `text` ("" when nothing is left to read): the promotion
-        gate asks many models about one log, and this part does not depend on the model."""
+        """What the classifier pass reads of `text` ("" when nothing is left to read)."""
         if not text or text.isspace():
             return ""
-        reading = read_log(text, self.scanner, self.corpus, self.lifecycle, self.symptom_roles, self.messages)
-        return document(reading.focus) if reading.focus.lines else ""
+        ex = self.focus(text)
+        return document(ex) if ex.lines else ""
 
     def diagnose_text(self, text: str, name: str | None = None) -> Diagnosis:
         return self.diagnose(from_text(text, name or "-"))

@@ -54,6 +54,13 @@ def has_fault(ex: Extract) -> bool:
                or (not line.frame and _FAULTY.search(line.body)) for line in ex.lines)
 
 
+def fault_lines(ex: Extract) -> list[Line]:
+    """The lines that report something wrong (an exception, an error level, a fault word), frames left
+    out: a paste's evidence, without the healthy lines around it."""
+    return [line for line in ex.lines if not line.frame and (
+        line.exception or line.level in ("ERROR", "FATAL", "CRITICAL") or _FAULTY.search(line.body))]
+
+
 def document(ex: Extract, limit: int = 60) -> str:
     """The classifier's input: normalised salient lines, frames' file names kept as cues."""
     parts: list[str] = []

@@ -79,8 +79,9 @@ class Index:
         if prefix:
             out = Index.__new__(Index)
             out.stoplines, out.entries = self.stoplines, self.entries + tuple(entries[n_own:])
-            out._index = faiss.clone_index(self._index)
-            out._index.add(np.ascontiguousarray(added[n_own:]))
+            search = faiss.clone_index(self._index)
+            search.add(np.ascontiguousarray(added[n_own:]))
+            out._index = search  # type: ignore[assignment]  # clone_index is typed as the base class
             out.vectors = np.concatenate([self.vectors, added[n_own:]]) if len(entries) > n_own else self.vectors
             return out
         base = self.subset([e.kind != "feedback" for e in self.entries])

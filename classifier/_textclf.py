@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.sparse import csr_matrix, spmatrix, vstack
+from scipy.sparse import csr_matrix, vstack
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.pipeline import FeatureUnion
 from sklearn.preprocessing import normalize
@@ -46,26 +46,26 @@ class RowCache:
     """Feature rows of documents by content hash, for one fitted vectoriser (bounded, thread-safe)."""
 
     def __init__(self, size: int = ROW_CACHE) -> None:
-        self._rows: OrderedDict[str, spmatrix] = OrderedDict()
+        self._rows: OrderedDict[str, csr_matrix] = OrderedDict()
         self._size = size
         self._lock = threading.Lock()
 
-    def rows(self, features: FeatureUnion, docs: Sequence[str]) -> spmatrix:
+    def rows(self, features: FeatureUnion, docs: Sequence[str]) -> csr_matrix:
         keys = [hashlib.blake2b(d.encode("utf-8", "replace"), digest_size=16).hexdigest() for d in docs]
         with self._lock:
             missing = [i for i, k in enumerate(keys) if k not in self._rows]
         if missing:
-            fresh = features.transform([docs[i] for i in missing]).tocsr()
+            fresh = csr_matrix(features.transform([docs[i] for i in missing]))
             with self._lock:
                 for n, i in enumerate(missing):
                     self._rows[keys[i]] = fresh[n]
                 while len(self._rows) > self._size:
                     self._rows.popitem(last=False)
         with self._lock:
-            got = [self._rows.get(k) for k in keys]
-        if any(g is None for g in got):  # evicted meanwhile by a bigger batch: compute directly
-            return features.transform(list(docs)).tocsr()
-        return vstack(got).tocsr()
+            got = [self._rows[k] for k in keys if k in self._rows]
+        if len(got) < len(keys):  # evicted meanwhile by a bigger batch: compute directly
+            return csr_matrix(features.transform(list(docs)))
+        return csr_matrix(vstack(got))
 
 
 class TextClassifier:
@@ -89,21 +89,20 @@ class TextClassifier:
         """Fit the vectoriser and the head."""
         return self.fit_head(self.fit_vectoriser(docs), labels, weights)
 
-    def fit_vectoriser(self, docs: Sequence[str]) -> spmatrix:
+    def fit_vectoriser(self, docs: Sequence[str]) -> csr_matrix:
         """Fit the vectoriser on `docs`; returns their feature rows."""
         self.features = build_features()
         self._cache = RowCache()
-        rows: spmatrix = self.features.fit_transform(list(docs)).tocsr()
-        return rows
+        return csr_matrix(self.features.fit_transform(list(docs)))
 
-    def refit(self, rows: spmatrix, labels: Sequence[str], weights: Sequence[float] | None = None) -> TextClassifier:
+    def refit(self, rows: csr_matrix, labels: Sequence[str], weights: Sequence[float] | None = None) -> TextClassifier:
         """A new classifier with this one's vectoriser (and row cache) and a head fitted on `rows`
         (feature rows from `transform`)."""
         new = TextClassifier(self.c)
         new.features, new._cache = self.features, self._cache
         return new.fit_head(rows, labels, weights)
 
-    def updated(self, rows: spmatrix, labels: Sequence[str], weights: Sequence[float], changed: spmatrix,
+    def updated(self, rows: csr_matrix, labels: Sequence[str], weights: Sequence[float], changed: csr_matrix,
                 changed_labels: Sequence[str]) -> TextClassifier:
         """A new classifier whose head is this one's with only the classes the changed examples can move
         refitted on `rows` (all of the new training rows); `changed`: rows of the examples added or
@@ -138,7 +137,7 @@ class TextClassifier:
         new.moved = tuple(sorted(moved))
         return new
 
-    def fit_head(self, rows: spmatrix, labels: Sequence[str], weights: Sequence[float] | None) -> TextClassifier:
+    def fit_head(self, rows: csr_matrix, labels: Sequence[str], weights: Sequence[float] | None) -> TextClassifier:
         self.head = LinearSVC(C=self.c, class_weight="balanced", random_state=0)
         self.head.fit(rows, list(labels), sample_weight=None if weights is None else np.asarray(weights, dtype=float))
         self.classes = tuple(str(c) for c in self.head.classes_)
@@ -146,19 +145,19 @@ class TextClassifier:
         self.moved = self.classes
         return self
 
-    def transform(self, docs: Sequence[str]) -> spmatrix:
+    def transform(self, docs: Sequence[str]) -> csr_matrix:
         """Feature rows of `docs` (fitted vectoriser required)."""
         if self.features is None:
             raise ValueError("the classifier has no fitted vectoriser")
-        return self.features.transform(list(docs)).tocsr()
+        return csr_matrix(self.features.transform(list(docs)))
 
-    def cached_rows(self, docs: Sequence[str]) -> spmatrix:
+    def cached_rows(self, docs: Sequence[str]) -> csr_matrix:
         """Feature rows of `docs`, reused across the refits that share this vectoriser."""
         if self.features is None:
             raise ValueError("the classifier has no fitted vectoriser")
         return self._cache.rows(self.features, docs)
 
-    def fit_incidents(self, rows: spmatrix, incidents: Sequence[str], categories: Sequence[str]) -> None:
+    def fit_incidents(self, rows: csr_matrix, incidents: Sequence[str], categories: Sequence[str]) -> None:
         """One TF-IDF centroid per incident: which incident of a category a whole log resembles most."""
         keep = [i for i, inc in enumerate(incidents) if inc]
         if not keep:
@@ -183,7 +182,7 @@ class TextClassifier:
     def proba(self, docs: Sequence[str]) -> np.ndarray:
         return self.proba_rows(self.transform(docs))
 
-    def proba_rows(self, rows: spmatrix) -> np.ndarray:
+    def proba_rows(self, rows: csr_matrix) -> np.ndarray:
         if self.head is None:
             raise ValueError("the classifier is not fitted")
         margins: np.ndarray = np.atleast_2d(self.head.decision_function(rows)) * TEMPERATURE

@@ -13,10 +13,9 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
-from scipy.sparse import vstack
+from scipy.sparse import csr_matrix, vstack
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
@@ -362,7 +361,7 @@ class _BaseRows:
 
     features: object        # the vectoriser these rows came from (compared by identity)
     fingerprint: str
-    rows: Any               # sparse rows of _documents(base prep, signatures)
+    rows: csr_matrix        # sparse rows of _documents(base prep, signatures)
     labels: list[str]
     weights: list[float]
     prepared: int           # the first `prepared` rows are the examples' own documents (for the centroids)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from servetriage.storage import Transaction
 
-from ._rules import Allowlist, CorrectionView, Derived, VoteView, derive, held_out
+from ._rules import UNKNOWN, Allowlist, CorrectionView, Derived, Support, VoteView, derive, held_out, waits
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,6 +22,7 @@ class Tally:
     down: int
     label: Derived | None               # the agreed example, if the trusted voters agree
     suggested: tuple[tuple[str, int], ...] = ()  # corrections offered (category, count), best first
+    waiting: str | None = None          # a correction waiting for a second voice (see `_rules`)
 
 
 class AllowlistCache:
@@ -34,6 +35,17 @@ class AllowlistCache:
         self.current = dataclasses.replace(self.current, group_members=members)
 
 
+def support_of(alternatives: str | None, diagnosis: str | None) -> Support:
+    """What a recorded answer supported: its candidates and its rule hits (`unknown` too when no rule
+    matched: saying "no failure here" against a matched failure line needs a second voice)."""
+    try:
+        candidates = [(str(c["category"]), float(c.get("score") or 0.0)) for c in json.loads(alternatives or "[]")]
+        rules = list((json.loads(diagnosis or "{}").get("passes") or {}).get("rules") or {})
+    except (ValueError, TypeError, AttributeError, KeyError):
+        return Support()  # an answer recorded without them: nothing to hold a correction against
+    return Support.of(candidates + ([] if rules else [(UNKNOWN, 1.0)]), rules)
+
+
 class Derivation:
     def __init__(self, trust: AllowlistCache, clock: Callable[[], float]) -> None:
         self._trust = trust
@@ -41,13 +53,14 @@ class Derivation:
 
     def derive(self, tx: Transaction, diagnosis_id: str) -> None:
         """Re-derive the diagnosis's example from its current votes; bump the generation on any change."""
-        drow = tx.one("SELECT category, incident, excerpt_hash FROM diagnoses WHERE id = ?", [diagnosis_id])
+        drow = tx.one("SELECT category, incident, excerpt_hash, alternatives, diagnosis FROM diagnoses WHERE id = ?",
+                      [diagnosis_id])
         old = tx.one("SELECT category, incident, kind, holdout, vote_ids, correction_ids FROM examples "
                      "WHERE diagnosis_id = ?", [diagnosis_id])
         new = None
         if drow is not None:
             votes, fixes = self._views(tx, diagnosis_id)
-            new = derive(drow[0], drow[1], votes, fixes, self._trust.current)
+            new = derive(drow[0], drow[1], votes, fixes, self._trust.current, support_of(drow[3], drow[4]))
         now = self._clock()
         if new is None:
             if old is not None:
@@ -72,8 +85,7 @@ class Derivation:
         tx.execute("INSERT INTO meta (key, value) VALUES ('generation', '1') ON CONFLICT (key) DO UPDATE SET "
                    "value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)")
 
-    @staticmethod
-    def tally(tx: Transaction, diagnosis_id: str) -> Tally:
+    def tally(self, tx: Transaction, diagnosis_id: str) -> Tally:
         up = down = 0
         for direction, n in tx.all("SELECT direction, COUNT(*) FROM votes WHERE diagnosis_id = ? GROUP BY direction",
                                    [diagnosis_id]):
@@ -90,7 +102,16 @@ class Derivation:
             'SELECT c.category, COUNT(*) AS n FROM corrections c JOIN votes v ON v.diagnosis_id = c.diagnosis_id '
             'AND v."user" = c."user" AND v.direction = -1 WHERE c.diagnosis_id = ? GROUP BY c.category '
             'ORDER BY n DESC, c.category', [diagnosis_id]))
-        return Tally(up, down, label, suggested)
+        waiting = None
+        if label is None and suggested:
+            drow = tx.one("SELECT category, alternatives, diagnosis FROM diagnoses WHERE id = ?", [diagnosis_id])
+            votes, fixes = self._views(tx, diagnosis_id)
+            trusted = {v.user for v in votes if not v.throttled and self._trust.current.allows(v.user)}
+            backers = [f.user for f in fixes if f.category == suggested[0][0] and f.user in trusted]
+            if drow is not None and backers and waits(suggested[0][0], drow[0], backers, support_of(drow[1], drow[2]),
+                                                      self._trust.current):
+                waiting = suggested[0][0]
+        return Tally(up, down, label, suggested, waiting)
 
     @staticmethod
     def _views(tx: Transaction, diagnosis_id: str) -> tuple[list[VoteView], list[CorrectionView]]:

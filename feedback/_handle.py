@@ -28,7 +28,7 @@ from ._errors import NotFound
 from ._memory import EMPTY, FeedbackMemory, SignatureCache
 
 if TYPE_CHECKING:
-    from servetriage.classifier import Diagnosis, Engine, LogText, Model
+    from servetriage.classifier import Diagnosis, Engine, Extract, LogText, Model
     from servetriage.corpus import Corpus
 
     from ._incidents import Incidents
@@ -57,7 +57,7 @@ class ModelHandle:
         self._lock = threading.RLock()
         self._live: _Live | None = None
         self._checked = 0.0
-        self._sigs = SignatureCache()
+        self._sigs = SignatureCache(reader=self._focus)
         self._memory = EMPTY
         self._memory_lock = threading.Lock()
 
@@ -120,6 +120,11 @@ class ModelHandle:
                                       self._sigs)
 
     # -- the feedback memory ----------------------------------------------------------------------
+    def _focus(self, text: str) -> Extract:
+        """A stored paste read as the engine reads a live one (the corpus's parts only, no model)."""
+        from servetriage.classifier import Engine  # noqa: PLC0415
+        return Engine(self.settings, corpus=self.corpus, passes=()).focus(text)
+
     def memory(self) -> FeedbackMemory:
         """The memory as of the database's current feedback generation (rebuilt when it moved)."""
         if self._training is None:
@@ -231,7 +236,7 @@ def steered_engine_class() -> Callable[..., Engine]:
             if len(mem):
                 match = mem.match_signature(signatures.of_text(log.text, ex))
                 if match is not None:
-                    return steer(fusion, match), {"memory": PassScores({match.category: match.similarity})}
+                    return steer(fusion, match), {"memory": PassScores({match.category: match.strength})}
             return fusion, {}
 
         return Engine(settings, corpus=corpus, passes=passes, calibrator=calibrator, steer=apply)

@@ -6,6 +6,10 @@ goes through the same parts as the bot: `ModelHandle` answers, `FeedbackStore` r
 and the vote (👍 when right, a correction to the true label when wrong), `Retrainer.run_once` retrains
 and gates exactly as the background thread would — only synchronously, one cycle after each case.
 
+`locality` (`--locality`) gives one log's feedback at a time, from the starting model each time,
+and counts the other logs whose answer it changed (`unrelated_*`: those whose failure is of another
+category): a correction should fix its failure wherever it shows again, not drift the rest.
+
 Figures: `static_top1` (the starting model, no learning), `online_top1` (prequential: each log is
 answered before its own feedback is given), `second_pass_top1` (the whole set again with the final
 model), and the seconds each retrain cycle took. Only aggregates are printed, never a log line.
@@ -106,11 +110,7 @@ def replay(settings: Settings, directory: Path | str, progress=lambda msg: None,
                 if noise and rng.random() < noise:
                     said = rng.choice([c for c in sorted(corpus.categories) if c != case.category])
                     wrong_feedback += 1
-                if d.category == said:
-                    store.votes.vote(did, REPLAY_USER, True, source="replay")
-                else:
-                    incident = next((c.incident for c in d.top if c.category == said and c.incident), None)
-                    store.votes.correct(did, REPLAY_USER, said, incident, source="replay")
+                _give(store, d, said, did)
                 result = retrainer.run_once()
                 if result.state != "skipped":
                     cycles.append(result)
@@ -167,11 +167,93 @@ def replay(settings: Settings, directory: Path | str, progress=lambda msg: None,
             store.close()
 
 
+def _give(store: FeedbackStore, d: Any, said: str, did: str) -> None:
+    """On-call's word on one answer: 👍 when it names `said`, else a correction to `said`."""
+    if d.category == said:
+        store.votes.vote(did, REPLAY_USER, True, source="replay")
+    else:
+        incident = next((c.incident for c in d.top if c.category == said and c.incident), None)
+        store.votes.correct(did, REPLAY_USER, said, incident, source="replay")
+
+
+def locality(settings: Settings, directory: Path | str, progress=lambda msg: None) -> dict[str, Any]:
+    """How far one piece of feedback reaches: for each log of `directory` alone, give its feedback
+    (👍, or the true label as a correction), retrain as the bot does, and count how many of the other
+    logs' answers changed. Each case starts again from the starting model and an empty memory."""
+    from servetriage.classifier import artefacts_for, read_path  # noqa: PLC0415
+    from servetriage.corpus import load_corpus  # noqa: PLC0415
+    from servetriage.eval import load_cases  # noqa: PLC0415
+
+    cases = load_cases(directory)
+    with tempfile.TemporaryDirectory(prefix="servetriage-locality-") as tmp:
+        rs = _prepare_data_dir(settings, Path(tmp))
+        corpus = load_corpus(rs.extra_corpus_dirs)
+        store = FeedbackStore(rs.db_path, rate_limit=RateLimit.off(), categories=corpus.categories)
+        handle = ModelHandle(rs, corpus, training=store.training, incidents=store.incidents, check_every_s=3600.0)
+        try:
+            progress("loading the model")
+            handle.warm()
+            start, start_model = handle.version, handle.model
+            artefacts = artefacts_for(rs)
+            retrainer = Retrainer(rs, store, handle)
+            retrainer.prime()
+            logs = [read_path(c.file, rs.max_input_bytes) for c in cases]
+            static = [handle.diagnose(log).category for log in logs]
+            changed: list[int] = []
+            unrelated: list[int] = []   # changed answers of logs whose failure is another category
+            corrections: list[int] = []
+            progress(f"one piece of feedback at a time over {len(cases)} logs")
+            for n, (log, case) in enumerate(zip(logs, cases)):
+                d = handle.diagnose(log)
+                did = store.replies.record(d, log.text, team="replay", channel="replay", thread_ts=f"case-{n}",
+                                           user="replay-asker", source="replay")
+                _give(store, d, case.category, did)
+                retrainer.run_once()
+                now = {m: handle.diagnose(other).category for m, other in enumerate(logs) if m != n}
+                moved = sum(now[m] != static[m] for m in now)
+                changed.append(moved)
+                unrelated.append(sum(now[m] != static[m] for m in now if cases[m].category != case.category))
+                if d.category != case.category:
+                    corrections.append(moved)
+                store.forget.diagnosis(did)
+                if start is not None:
+                    artefacts.activate(start, note="locality replay: back to the starting model")
+                    handle.swap(start_model)
+                if (n + 1) % 10 == 0:
+                    progress(f"  {n + 1}/{len(cases)}: most other answers moved by one piece of feedback {max(changed)}")
+            return {
+                "cases": len(cases),
+                "others_changed_max": max(changed) if changed else 0,
+                "others_changed_mean": round(statistics.mean(changed), 3) if changed else 0.0,
+                "feedback_moving_others": sum(c > 0 for c in changed),
+                "within_one": round(sum(c <= 1 for c in changed) / len(changed), 4) if changed else 1.0,
+                "unrelated_changed_max": max(unrelated) if unrelated else 0,
+                "unrelated_within_one": round(sum(c <= 1 for c in unrelated) / len(unrelated), 4) if unrelated else 1.0,
+                "corrections": len(corrections),
+                "corrections_others_changed_max": max(corrections) if corrections else 0,
+                "start_model": start,
+            }
+        finally:
+            store.close()
+
+
 def online_eval(args: argparse.Namespace, settings: Settings) -> int:
     t0 = time.perf_counter()
     def say(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
+    if getattr(args, "locality", False):
+        report = locality(settings, args.directory, progress=say)
+        report["wall_seconds"] = round(time.perf_counter() - t0, 1)
+        if args.json:
+            print(json.dumps(report), flush=True)
+        else:
+            print(f"cases {report['cases']}: one piece of feedback changed at most {report['others_changed_max']} "
+                  f"other answers (mean {report['others_changed_mean']:.2f}), at most "
+                  f"{report['unrelated_changed_max']} of another category; within one case for "
+                  f"{report['within_one']:.0%}; corrections: {report['corrections']}, "
+                  f"at most {report['corrections_others_changed_max']} other answers moved")
+        return 0
     report = replay(settings, args.directory, progress=say, then=getattr(args, "then", None),
                     noise=getattr(args, "noise", None) or 0.0)
     report["wall_seconds"] = round(time.perf_counter() - t0, 1)

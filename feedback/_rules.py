@@ -10,6 +10,11 @@ Pure functions and small value objects: the store applies them inside its transa
   trusted voter who expressed another view. A 👍 backs the bot's answer; a 👎 with a correction
   backs the corrected label; a bare 👎 backs nothing but still counts against the answer. So one
   voter cannot flip what others confirmed, and a 1-1 split teaches nothing until someone else votes.
+* Corroboration: a correction to a category the answer gave no support to (no rule matched it, no
+  pass scored it among the candidates: `Support`) waits for a second trusted voice before it teaches,
+  unless it comes from a trainer the allow-list names. A careless click names such a category far
+  more often than a real correction does (the true cause is usually among the "might be"s); waiting
+  costs a real correction one more click and keeps a careless one out of the memory and the model.
 """
 
 from __future__ import annotations
@@ -20,6 +25,24 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 HOLDOUT_SHARE = 5  # one confirmed example in five is held out for the gate, chosen by its content hash
+UNKNOWN = "unknown"
+SUPPORT_SCORE = 0.02   # a candidate scored below this had no support from any pass
+SECOND_VOICE = 2       # trusted voices an uncorroborated correction needs (or one named trainer)
+
+
+@dataclasses.dataclass(frozen=True)
+class Support:
+    """The categories an answer itself gave some support to: its candidates scoring at least
+    `SUPPORT_SCORE` and every category a rule matched. `None` of it known: everything is supported."""
+
+    categories: frozenset[str] | None = None
+
+    @classmethod
+    def of(cls, candidates: Iterable[tuple[str, float]], rules: Iterable[str] = ()) -> Support:
+        return cls(frozenset(c for c, s in candidates if s >= SUPPORT_SCORE) | frozenset(rules))
+
+    def backs(self, category: str) -> bool:
+        return self.categories is None or category in self.categories
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +81,10 @@ class Allowlist:
 
     def allows(self, user: str) -> bool:
         return self.open or user in self.entries or user in self.group_members
+
+    def names(self, user: str) -> bool:
+        """The list names this user (or a group of theirs): a trainer, not just anyone on an open list."""
+        return not self.open and self.allows(user)
 
     @property
     def fingerprint(self) -> str:
@@ -98,8 +125,9 @@ class Derived:
 
 
 def derive(predicted: str, predicted_incident: str | None, votes: Iterable[VoteView],
-           corrections: Iterable[CorrectionView], allow: Allowlist) -> Derived | None:
-    """The agreed label of one diagnosis, or None when its trusted voters do not agree on one."""
+           corrections: Iterable[CorrectionView], allow: Allowlist, support: Support = Support()) -> Derived | None:
+    """The agreed label of one diagnosis, or None when its trusted voters do not agree on one (or a
+    correction the answer gave no support to waits for its second voice)."""
     trusted = {v.user: v for v in votes if not v.throttled and allow.allows(v.user)}
     if not trusted:
         return None
@@ -112,7 +140,7 @@ def derive(predicted: str, predicted_incident: str | None, votes: Iterable[VoteV
             backing.setdefault(fixes[user].category, []).append(user)
     for category, users in backing.items():
         against = len(trusted) - len(users)
-        if len(users) <= against:
+        if len(users) <= against or waits(category, predicted, users, support, allow):
             continue
         up_users = [u for u in users if trusted[u].direction > 0]
         fix_users = [u for u in users if u in fixes]
@@ -121,6 +149,13 @@ def derive(predicted: str, predicted_incident: str | None, votes: Iterable[VoteV
         return Derived(category, incident, kind, tuple(sorted(trusted[u].id for u in users)),
                        tuple(sorted(fixes[u].id for u in fix_users)))
     return None
+
+
+def waits(category: str, predicted: str, users: Sequence[str], support: Support, allow: Allowlist) -> bool:
+    """A correction to `category` that needs another voice before it teaches (see Corroboration)."""
+    if category == predicted or predicted == UNKNOWN or support.backs(category) or any(allow.names(u) for u in users):
+        return False  # (an `unknown` answer claimed nothing a correction could overturn)
+    return len(users) < SECOND_VOICE
 
 
 def _incident(category: str, predicted: str, predicted_incident: str | None, fixes: Sequence[CorrectionView],

@@ -68,6 +68,8 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--then", metavar="DIR", help="with --online: afterwards, evaluate DIR with what was learned")
     e.add_argument("--noise", type=float, metavar="FRACTION",
                    help="with --online: this fraction of the replayed feedback names a wrong category")
+    e.add_argument("--locality", action="store_true",
+                   help="with --online: each log's feedback alone, counting the other answers it changed")
     e.set_defaults(func=cmd_eval)
 
     c = sub.add_parser("corpus", help="check, count or export the incident corpus")
@@ -181,8 +183,10 @@ def _diagnose_together(engine: Engine, inputs: Iterable[LogText], args: argparse
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     if not args.directories and not args.healthy:
         raise InputError("eval: give a labelled directory, or --healthy DIR")
-    if (args.then or args.noise) and not args.online:
-        raise InputError("eval --then and --noise go with --online (replay one set, then evaluate another)")
+    if (args.then or args.noise or args.locality) and not args.online:
+        raise InputError("eval --then, --noise and --locality go with --online (replay one set, then evaluate another)")
+    if args.locality and (args.then or args.noise):
+        raise InputError("eval --online --locality measures one piece of feedback at a time: no --then or --noise")
     if args.noise is not None and not 0.0 <= args.noise <= 1.0:
         raise InputError("eval --noise: a fraction between 0 and 1")
     if args.online:

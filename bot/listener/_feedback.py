@@ -161,7 +161,7 @@ class FeedbackListener:
             if picked is None:
                 raise ServetriageError(blocks.NOTHING_CHOSEN)
             category, incident = self._label(*picked)
-            self.service.correct(diagnosis_id, user, category, incident, source="button")
+            result = self.service.correct(diagnosis_id, user, category, incident, source="button")
             self._on_vote("correction")
         except ServetriageError as exc:
             ack()
@@ -169,7 +169,8 @@ class FeedbackListener:
             return
         ack()
         answer = self.service.answer(diagnosis_id)
-        self._later(respond, text=blocks.correction_recorded(category, incident), replace_original=True,
+        waiting = result.trusted and result.tally.waiting == category
+        self._later(respond, text=blocks.correction_recorded(category, incident, waiting), replace_original=True,
                     response_type="ephemeral")
         self._later(self._update_reply, client, diagnosis_id, answer.channel, answer.message_ts, None, None)
 

@@ -38,6 +38,8 @@ def tally_text(t: Tally) -> str:
         parts.append("confirmed by on-call")
     elif t.suggested:
         parts.append("suggested: " + ", ".join(f"`{c}` ({n})" for c, n in t.suggested[:3]))
+    if t.label is None and t.waiting:
+        parts.append(f"`{t.waiting}` needs a second voice (the answer's evidence did not point there)")
     return " · ".join(parts)
 
 
@@ -185,8 +187,11 @@ def incident_recorded(title: str, incident_id: str, category: str) -> str:
             f"from now on and is exported for review with `servetriage corpus export`.")
 
 
-def correction_recorded(category: str, incident: str | None) -> str:
+def correction_recorded(category: str, incident: str | None, waiting: bool = False) -> str:
     label = f"`{category}`" + (f" ({incident})" if incident else "")
+    if waiting:
+        return (f"✅ Recorded: this was {label}. Nothing in the answer's evidence pointed there, so it teaches "
+                f"the bot once a second person picks it too.")
     return f"✅ Recorded: this was {label}. Thanks — the bot learns from it."
 
 

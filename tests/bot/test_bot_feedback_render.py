@@ -26,6 +26,7 @@ class Tally:
     down: int
     label: Derived | None
     suggested: tuple[tuple[str, int], ...] = ()
+    waiting: str | None = None
 
 
 def test_tally_block_sits_above_the_buttons_and_is_replaced():
@@ -38,6 +39,8 @@ def test_tally_block_sits_above_the_buttons_and_is_replaced():
     assert tally_text(Tally(2, 1, Derived("worker-dead", None, "corrected", (1,), (2,)))) == \
         "👍 2 · 👎 1 · on-call says: `worker-dead`"
     assert "suggested: `gpu-oom` (1)" in tally_text(Tally(1, 1, None, (("gpu-oom", 1),)))
+    waits = tally_text(Tally(0, 1, None, (("router", 1),), "router"))
+    assert "`router` needs a second voice" in waits
 
 
 def test_reactions():

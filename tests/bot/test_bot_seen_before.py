@@ -52,9 +52,11 @@ def test_an_earlier_answer_is_linked_with_its_votes_and_a_correction(with_store,
     assert f"<{link}|" in context  # chat.getPermalink of the first reply
     _posted(store, 2)
 
-    # on-call corrects the second answer; a third paste names that correction
+    # on-call corrects the second answer (two voices: the answer gave `host-memory` no support); a third
+    # paste names that correction
     ids = [r["id"] for r in store.db.query("SELECT id FROM diagnoses ORDER BY created")]
     store.votes.correct(ids[1], "U3", "host-memory")
+    store.votes.correct(ids[1], "U4", "host-memory")
     bot.event(message_event(OOM_LOG, channel="C3", user="UC", ts="1700000200.000100"))
     third = _answer(slack, 3)
     context = " ".join(e["text"] for b in third.blocks if b["type"] == "context" for e in b["elements"])

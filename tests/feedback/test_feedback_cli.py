@@ -162,5 +162,14 @@ def test_online_eval_learns_on_a_temporary_copy(cli, capsys, fb_settings, tmp_pa
     assert noisy["noise"] == 1.0 and noisy["wrong_feedback"] == 4  # every piece of feedback was wrong
     assert noisy["second_pass_top1"] < report["second_pass_top1"]  # and it shows
 
+    code, out, _ = cli(capsys, "eval", "--online", str(labelled), "--locality", "--json")
+    reach = json.loads(out.strip().splitlines()[-1])
+    assert code == 0 and reach["cases"] == 4 and 0 <= reach["others_changed_max"] <= 3
+    # the three build-toolchain logs are one failure: feedback on one may settle the others, never the OOM
+    assert reach["unrelated_changed_max"] == 0 and reach["unrelated_within_one"] == 1.0 and reach["corrections"] >= 1
+    assert (installed.active(), [m.version for m in installed.versions()]) == before
+    code, _, err = cli(capsys, "eval", "--online", str(labelled), "--locality", "--then", str(other))
+    assert code == 2 and "one piece of feedback at a time" in err
+
     code, _, err = cli(capsys, "eval", "--online", str(tmp_path / "nothing"))
     assert code == 2 and "labels.jsonl" in err

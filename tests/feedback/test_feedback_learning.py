@@ -61,6 +61,22 @@ def test_the_memory_answers_near_duplicates_and_abstains_on_disagreement(fb_corp
     assert split.match(extract(NOVEL_LOG)) is None
 
 
+def test_the_memory_knows_the_failure_inside_a_longer_paste_and_not_a_paste_it_only_touches(fb_corpus):
+    labelled = signature(extract(NOVEL_LOG))
+    assert labelled.evidence and not any(line.startswith("INFO") for line in labelled.evidence)
+    memory = FeedbackMemory([(labelled, NOVEL_LABEL, None)])
+    healthy = "".join(f"(EngineCore_0 pid=7) INFO 09-09 12:0{n}:00 [loader.py:{n}] Loading weights shard {n} of 9\n"
+                      for n in range(9))
+    longer = healthy + novel_variant(4).replace("ERROR 09-09", "(VllmWorker rank=3 pid=91) ERROR 09-10") + healthy
+    match = memory.match(extract(longer))
+    assert match is not None and match.category == NOVEL_LABEL and match.found == 1.0
+    crowded = longer + "".join(f"ERROR 09-09 12:30:0{n} [worker.py:9] RuntimeError: {what}\n" for n, what in enumerate((
+        "NCCL watchdog caught a collective operation timeout", "ProcessGroupNCCL is shutting down the communicator",
+        "the TCP store connection to the master rank was reset", "rank 3 left the process group unexpectedly")))
+    assert memory.match(extract(crowded)) is None  # its failure is mostly something else
+    assert not signature(extract("KeyError: 3\n"))  # a bare generic line names no failure
+
+
 def test_a_worse_retrain_is_rejected_and_the_active_model_stays(loop, fb_settings, monkeypatch):
     store, handle, retrainer = loop
     start = handle.version

@@ -16,7 +16,7 @@ from fbhelpers import diagnosis
 from servetriage.feedback import (SCHEMA_VERSION, Allowlist, FeedbackError, FeedbackStore, NotFound, RateLimit,
                                   SchemaError, backup_database)
 from servetriage.feedback._export import write_feedback
-from servetriage.feedback._rules import CorrectionView, VoteView, derive
+from servetriage.feedback._rules import CorrectionView, Support, VoteView, derive
 from servetriage.feedback._schema import LATEST, migrate
 from servetriage.storage import connect
 
@@ -151,6 +151,37 @@ def test_agreement_rules():
     assert agree.category == "worker-dead"
     # a bare 👎 backs nothing
     assert derive("gpu-oom", "i", [down(1, "c")], [], open_list) is None
+
+
+def test_a_correction_the_answer_gave_no_support_waits_for_a_second_voice():
+    down = lambda i, u: VoteView(i, u, -1, False)  # noqa: E731
+    fix = lambda i, u, c: CorrectionView(i, u, c, None)  # noqa: E731
+    answer = Support.of([("gpu-oom", 0.97), ("kv-cache-exhausted", 0.21), ("router", 0.004)], rules=["gpu-oom"])
+    one = derive("gpu-oom", "i", [down(1, "a")], [fix(1, "a", "router")], Allowlist(), answer)
+    assert one is None  # `router` scored nothing worth a candidate: one careless click must not teach it
+    two = derive("gpu-oom", "i", [down(1, "a"), down(2, "b")], [fix(1, "a", "router"), fix(2, "b", "router")],
+                 Allowlist(), answer)
+    assert two.category == "router" and two.correction_ids == (1, 2)
+    backed = derive("gpu-oom", "i", [down(1, "a")], [fix(1, "a", "kv-cache-exhausted")], Allowlist(), answer)
+    assert backed.category == "kv-cache-exhausted"  # one of the answer's own "might be"s: one voice is enough
+    trainer = derive("gpu-oom", "i", [down(1, "a")], [fix(1, "a", "router")], Allowlist(("a",)), answer)
+    assert trainer.category == "router"  # a trainer the allow-list names is trusted on their own
+    nothing_claimed = derive("unknown", None, [down(1, "a")], [fix(1, "a", "router")], Allowlist(),
+                             Support.of([]))
+    assert nothing_claimed.category == "router"  # an `unknown` answer claimed nothing to overturn
+
+
+def test_an_uncorroborated_correction_is_said_to_wait_and_trains_nothing(store):
+    from servetriage.classifier import Candidate
+    did = store.replies.record(diagnosis(top=(Candidate("gpu-oom", "fb-test-oom-forward", 0.95, "t"),)), LOG,
+                               team="T1", channel="C1", thread_ts="1699.0", user="UASK", source="message")
+    first = store.votes.correct(did, "U1", "distributed-comm")
+    assert first.tally.label is None and first.tally.waiting == "distributed-comm"
+    assert store.training.examples() == []
+    second = store.votes.correct(did, "U2", "distributed-comm")
+    assert second.tally.waiting is None and second.tally.label.category == "distributed-comm"
+    [ex] = store.training.examples()
+    assert ex.category == "distributed-comm" and ex.kind == "corrected"
 
 
 def test_agreement_through_the_store(store):
