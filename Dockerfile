@@ -23,7 +23,9 @@ COPY corpus ./corpus
 COPY bot ./bot
 COPY eval ./eval
 COPY feedback ./feedback
-RUN pip install . \
+# The project itself, with the fine-tuning extra (its pins live in pyproject.toml, not here).
+# hadolint ignore=DL3013
+RUN pip install ".[finetune]" \
     && useradd --create-home --uid 10001 servetriage \
     && mkdir -p /data && chown servetriage /data
 

@@ -29,7 +29,8 @@ _LAZY = {
     "embedder_for": "._learned", "embedder_path": "._learned", "normalize_line": "._embed", "engine_for_model": "._learned",
     "ensure_model": "._learned", "load_model": "._learned", "train_command": "._learned",
     "Model": "._train", "TrainingExample": "._train", "retrain": "._train", "train": "._train",
-    "warm_retrain": "._train",
+    "warm_retrain": "._train", "embedder_at": "._learned", "embedder_named": "._learned",
+    "FineTuneResult": "._finetune", "fine_tune": "._finetune", "activate_embedder": "._finetune",
 }
 
 
@@ -43,6 +44,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "activate_embedder", "embedder_at", "embedder_named", "fine_tune", "FineTuneResult",
     "artefacts_for", "ArtefactStore", "Calibrator", "Candidate", "decode", "detect_engine", "detect_versions",
     "Diagnosis", "Earlier", "embedder_for", "embedder_path", "Engine", "engine_for_model", "ensure_model",
     "EvidenceLine", "Extract", "extract", "fault_lines", "from_bytes", "from_stream", "from_text", "Fusion", "Hit", "IncidentRef",

@@ -78,7 +78,7 @@ class SentenceEmbedder:
         if dim is None:
             raise ModelError(f"{self.path}: the model does not state its embedding dimension")
         self.dim = int(dim)
-        self.name = f"{self.path.name}:{_dir_digest(self.path)}"
+        self.name = f"{self.path.name}:{dir_digest(self.path)}"
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
@@ -113,8 +113,13 @@ class SentenceEmbedder:
     def model(self) -> SentenceTransformer:  # the sentence-transformers object, for fine-tuning
         return self._model
 
+    def forget(self) -> None:
+        """Drop cached encodings (the weights changed: a fine-tune)."""
+        with self._lock:
+            self._cache.clear()
 
-def _dir_digest(path: Path) -> str:
+
+def dir_digest(path: Path) -> str:
     """Identifies the weights cheaply: file names and sizes of the model directory."""
     h = hashlib.sha256()
     for p in sorted(path.rglob("*")):

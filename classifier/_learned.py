@@ -19,7 +19,7 @@ from servetriage._settings import Settings
 from servetriage.corpus import Corpus, load_corpus
 
 from ._artefacts import artefacts_for
-from ._embed import Embedder, SentenceEmbedder
+from ._embed import Embedder, SentenceEmbedder, dir_digest, packaged_model_path
 from ._extract import Extract
 from ._features import document, query_lines
 from ._fuse import Calibrator, PassScores
@@ -71,21 +71,44 @@ def embedder_path(settings: Settings) -> Path | None:
 
 
 def embedder_for(settings: Settings) -> SentenceEmbedder:
-    """One embedder per model path per process."""
-    path = embedder_path(settings)
+    """The embedder new models are built with: one per model path per process."""
+    return embedder_at(embedder_path(settings), settings.threads)
+
+
+def embedder_at(path: Path | None, threads: int) -> SentenceEmbedder:
+    """The embedder at `path` (None: the packaged one), one per path per process."""
     key = str(path)
     with _EMBEDDER_LOCK:
         if key not in _EMBEDDERS:
-            _EMBEDDERS[key] = SentenceEmbedder(path, threads=settings.threads)
+            _EMBEDDERS[key] = SentenceEmbedder(path, threads=threads)
         return _EMBEDDERS[key]
 
 
-def load_model(settings: Settings, corpus: Corpus, embedder: Embedder, version: str | None = None) -> Model:
+def embedder_named(settings: Settings, name: str | None) -> SentenceEmbedder:
+    """The embedder a model version was built with, by the name its metadata records: the configured
+    one, the packaged one or a tuned one kept under `model_dir/embedder`; so a model rolled back to
+    from before a fine-tune still reads its index with its own embedder. `ModelError` when that
+    embedder is installed no more (the model must be rebuilt)."""
+    configured = embedder_for(settings)
+    if name is None or configured.name == name:
+        return configured
+    tuned = settings.model_dir / "embedder"
+    places = [packaged_model_path()] + (sorted(p for p in tuned.iterdir() if p.is_dir()) if tuned.is_dir() else [])
+    for path in places:
+        if f"{path.name}:{dir_digest(path)}" == name:
+            return embedder_at(None if path == packaged_model_path() else path, settings.threads)
+    raise ModelError(f"the embedder {name} this model was built with is no longer installed")
+
+
+def load_model(settings: Settings, corpus: Corpus, embedder: Embedder | None = None,
+               version: str | None = None) -> Model:
+    """A stored version; `embedder` None: the one it was built with (`embedder_named`)."""
     store = artefacts_for(settings)
     version = version or store.active()
     if version is None:
         raise ModelError("no trained model yet: run `servetriage train`")
     meta = store.meta(version)
+    embedder = embedder if embedder is not None else embedder_named(settings, meta.embedder)
     store.check(meta, corpus.fingerprint, embedder.name)
     clf = store.load_object(version, "classifier").attach(store.load_object(version, "features"))
     calibrator = store.load_object(version, "calibrator")
@@ -93,7 +116,7 @@ def load_model(settings: Settings, corpus: Corpus, embedder: Embedder, version: 
         index = Index.load(store.path(version) / "index")
     except (OSError, RuntimeError, ValueError) as exc:
         raise ModelError(f"model {version}: cannot load its index ({type(exc).__name__})") from None
-    return Model(clf, index, calibrator, meta, tuple(extra_examples(settings, version)))
+    return Model(clf, index, calibrator, meta, tuple(extra_examples(settings, version)), embedder)
 
 
 def extra_examples(settings: Settings, version: str | None) -> list[TrainingExample]:
@@ -108,10 +131,11 @@ def extra_examples(settings: Settings, version: str | None) -> list[TrainingExam
 
 
 def ensure_model(settings: Settings, corpus: Corpus, embedder: Embedder) -> Model:
+    """The active version (with the embedder it was built with), else a new one built with `embedder`."""
     store = artefacts_for(settings)
     active = store.active()
     try:
-        return load_model(settings, corpus, embedder, active)
+        return load_model(settings, corpus, None, active)
     except ModelError as exc:
         print(f"servetriage: {exc}; training a new model (takes under a minute)…", file=sys.stderr)
     model = train(corpus, embedder, store, extra_examples(settings, active), parent=active)
@@ -122,17 +146,14 @@ def ensure_model(settings: Settings, corpus: Corpus, embedder: Embedder) -> Mode
 def load_learned_passes(settings: Settings, corpus: Corpus) -> tuple[tuple[Any, ...], Calibrator | None]:
     if not settings.embeddings:
         return (), None
-    embedder = embedder_for(settings)
-    model = ensure_model(settings, corpus, embedder)
+    model = ensure_model(settings, corpus, embedder_for(settings))
+    embedder = model.embedder or embedder_for(settings)
     return (RetrievalPass(model.index, embedder), ClassifierPass(model.classifier)), model.calibrator
 
 
-def train_command(settings: Settings, fine_tune: bool = False, as_json: bool = False) -> int:
+def train_command(settings: Settings, as_json: bool = False) -> int:
     """`servetriage train`: a new version from corpus (+ the active version's feedback examples)."""
     corpus = load_corpus(settings.extra_corpus_dirs)
-    if fine_tune:
-        from ._finetune import fine_tune_command  # noqa: PLC0415
-        return fine_tune_command(settings, corpus, as_json=as_json)
     embedder = embedder_for(settings)
     store = artefacts_for(settings)
     active = store.active()
@@ -153,6 +174,6 @@ def engine_for_model(settings: Settings, corpus: Corpus, model: Model) -> Engine
     """An `Engine` that answers with one specific model version (gating, replay, A/B)."""
     from ._engine import Engine  # noqa: PLC0415 - _engine imports this module
 
-    embedder = embedder_for(settings)
+    embedder = model.embedder or embedder_named(settings, model.meta.embedder)
     return Engine(settings, corpus=corpus, passes=(RetrievalPass(model.index, embedder), ClassifierPass(model.classifier)),
                   calibrator=model.calibrator)

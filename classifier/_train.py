@@ -61,6 +61,7 @@ class Model:
     calibrator: Calibrator
     meta: Meta
     extra: tuple[TrainingExample, ...] = ()   # the feedback examples it was trained with
+    embedder: Embedder | None = None          # the embedder its index was built with (not saved: its name is)
 
 
 def corpus_examples(corpus: Corpus) -> list[TrainingExample]:
@@ -236,7 +237,7 @@ def train(corpus: Corpus, embedder: Embedder, store: ArtefactStore, extra: Seque
                 examples=len(examples), feedback_examples=sum(e.source == "feedback" for e in examples), parent=parent)
     store.save(meta, {"features": clf.features, "classifier": clf, "calibrator": calibrator, "index": full_index,
                       "extra": [dataclasses.asdict(e) for e in extra]})
-    return Model(clf, full_index, calibrator, meta, tuple(extra))
+    return Model(clf, full_index, calibrator, meta, tuple(extra), embedder)
 
 
 def _cross_validate(corpus: Corpus, prep: list[_Prepared], full_index: Index, qvec_rows: dict[int, list[int]],
@@ -451,4 +452,4 @@ def retrain(parent: Model, corpus: Corpus, embedder: Embedder, store: ArtefactSt
     store.save(meta, {"classifier": clf, "calibrator": parent.calibrator, "index": index,
                       "extra": [dataclasses.asdict(e) for e in extra]},
                linked={"features": parent.meta.version})
-    return Model(clf, index, parent.calibrator, meta, tuple(extra))
+    return Model(clf, index, parent.calibrator, meta, tuple(extra), embedder)

@@ -63,6 +63,11 @@ def online_eval(args: argparse.Namespace, settings: Settings) -> int:
     return run(args, settings)
 
 
+def fine_tune_command(settings: Settings, as_json: bool = False) -> int:
+    from ._tune import fine_tune_command as run  # noqa: PLC0415
+    return run(settings, as_json=as_json)
+
+
 def export_incidents(args: argparse.Namespace, settings: Settings) -> int:
     from ._export import export_incidents as run  # noqa: PLC0415
     return run(args, settings)
@@ -73,6 +78,6 @@ __all__ = [
     "FeedbackStore", "GateCase",
     "ModelHandle", "NewIncident", "NotFound", "RateLimit", "RetrainResult", "Retrainer", "SCHEMA_VERSION",
     "SchemaError", "StoreFeedback", "Tally", "VoteResult", "backup_database", "corpus_gate_cases", "derive", "export_incidents",
-    "for_bot", "online_eval", "prune", "register_cli", "training_hash",
+    "fine_tune_command", "for_bot", "online_eval", "prune", "register_cli", "training_hash",
     "training_set",
 ]

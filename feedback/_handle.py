@@ -166,7 +166,7 @@ class ModelHandle:
         if active is None or active == current:
             return False
         try:
-            model = load_model(self.settings, self.corpus, self.embedder(), active)
+            model = load_model(self.settings, self.corpus, None, active)  # with the embedder it was built with
         except ServetriageError as exc:
             log.warning("model %s is active but cannot be loaded (%s); still answering with %s", active, exc, current)
             return False

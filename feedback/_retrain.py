@@ -205,7 +205,7 @@ class Retrainer:
                                  time.perf_counter() - t0)
 
         corpus = self.handle.corpus
-        embedder = self.handle.embedder()
+        embedder = parent.embedder or self.handle.embedder()  # a retrain keeps its parent's embedder
         t1 = time.perf_counter()
         try:
             candidate = retrain(parent, corpus, embedder, artefacts, extra)
@@ -219,13 +219,7 @@ class Retrainer:
 
         t2 = time.perf_counter()
         cases = self._gate_cases(feedback)
-        active_engine = self.handle.engine_for(parent) if self.handle.version != parent.meta.version \
-            else self.handle.engine
-        cand_engine = self.handle.engine_for(candidate)
-        active, cand = self._predictor(active_engine, parent), self._predictor(cand_engine, candidate)
-        with faiss_single_thread():
-            g_active = self.gate.score(parent.meta.version, active, cases, context=self.handle.memory_key)
-            g_cand = self.gate.score(version, cand, cases, context=self.handle.memory_key)
+        g_active, g_cand, cand_engine = self._score_both(parent, candidate, cases)
         gate = {"set": gate_hash(cases), "active": g_active, "candidate": g_cand, "how": how,
                 "stale_examples": len(stale), "seconds": round(time.perf_counter() - t2, 3),
                 "retrain_seconds": round(retrain_s, 3)}
@@ -253,6 +247,48 @@ class Retrainer:
             log.warning("pruning old model versions failed: %s", exc)
         return RetrainResult(state, version, parent.meta.version, reason, time.perf_counter() - t0, retrain_s, gate,
                              len(extra))
+
+    def judge(self, candidate: Model, *, how: str) -> RetrainResult:
+        """Promote a model built elsewhere (with a fine-tuned embedder) only when it is no worse than the
+        active one on the gate: the same test every retrain passes."""
+        from servetriage.classifier import artefacts_for  # noqa: PLC0415
+
+        with self._run_lock, self.store.db.exclusive("retrain"):
+            t0 = time.perf_counter()
+            self.handle.reload()
+            parent = self.handle.model
+            artefacts = artefacts_for(self.settings)
+            cases = self._gate_cases(self.store.training.examples())
+            g_active, g_cand, engine = self._score_both(parent, candidate, cases)
+            gate = {"set": gate_hash(cases), "active": g_active, "candidate": g_cand, "how": how,
+                    "seconds": round(time.perf_counter() - t0, 3)}
+            version = candidate.meta.version
+            if g_cand["correct"] >= g_active["correct"]:
+                state, reason = "active", f"{how}: no worse on the gate"
+                artefacts.activate(version, note=reason, gate=gate)
+                self.handle.swap(candidate, engine)
+            else:
+                state, reason = "rejected", (f"{how}: worse on the gate: {g_cand['correct']}/{g_cand['cases']} right, "
+                                             f"the active model {g_active['correct']}/{g_active['cases']}")
+                artefacts.set_status(version, state="rejected", note=reason, gate=gate)
+            result = RetrainResult(state, version, parent.meta.version, reason, time.perf_counter() - t0, 0.0, gate,
+                                   len(candidate.extra))
+        self.results.append(result)
+        if self.on_result is not None:
+            self.on_result(result)
+        return result
+
+    def _score_both(self, parent: Model, candidate: Model,
+                    cases: Sequence[GateCase]) -> tuple[dict[str, float | int], dict[str, float | int], Engine]:
+        """The gate's figures for the active model (cached) and the candidate, and the candidate's engine."""
+        active_engine = self.handle.engine_for(parent) if self.handle.version != parent.meta.version \
+            else self.handle.engine
+        cand_engine = self.handle.engine_for(candidate)
+        active, cand = self._predictor(active_engine, parent), self._predictor(cand_engine, candidate)
+        with faiss_single_thread():
+            g_active = self.gate.score(parent.meta.version, active, cases, context=self.handle.memory_key)
+            g_cand = self.gate.score(candidate.meta.version, cand, cases, context=self.handle.memory_key)
+        return g_active, g_cand, cand_engine
 
     def _predictor(self, engine: Engine, model: Model) -> Predict:
         """Feedback cases: the answer on-call would see. Corpus cases: the classifier's own first answer

@@ -275,8 +275,11 @@ def cmd_manual_build(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_train(args: argparse.Namespace, settings: Settings) -> int:
+    if args.fine_tune:
+        from .feedback import fine_tune_command  # noqa: PLC0415 (feedback: the gate and on-call's examples)
+        return fine_tune_command(settings, as_json=args.json)
     from .classifier import train_command  # noqa: PLC0415
-    status: int = train_command(settings, fine_tune=args.fine_tune, as_json=args.json)  # a lazy name: Any to mypy
+    status: int = train_command(settings, as_json=args.json)  # a lazy name: Any to mypy
     return status
 
 

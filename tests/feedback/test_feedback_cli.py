@@ -173,3 +173,25 @@ def test_online_eval_learns_on_a_temporary_copy(cli, capsys, fb_settings, tmp_pa
 
     code, _, err = cli(capsys, "eval", "--online", str(tmp_path / "nothing"))
     assert code == 2 and "labels.jsonl" in err
+
+
+def test_train_fine_tune_goes_through_the_folds_and_the_gate(cli, capsys, fb_settings, fb_corpus, monkeypatch):
+    import servetriage.classifier._finetune as finetune
+
+    _learn_novel(fb_settings, fb_corpus)  # on-call's correction: one feedback example to tune on
+    installed = ArtefactStore(fb_settings.model_dir)
+    before = installed.active()
+    monkeypatch.setattr(finetune, "MIN_GAIN", -1.0)  # a candidate whatever the folds say: the gate decides
+    code, out, _ = cli(capsys, "train", "--fine-tune", "--json")
+    report = json.loads(out.strip().splitlines()[-1])
+    assert code == 0 and report["feedback_examples"] == 1 and len(report["folds"]) >= 2
+    gate = report["gate"]
+    assert gate["how"] == "fine-tuned embedder" and gate["candidate"]["cases"] == gate["active"]["cases"] > 0
+    tuned_pointer = fb_settings.model_dir / "embedder" / "ACTIVE"
+    if gate["candidate"]["correct"] >= gate["active"]["correct"]:
+        assert report["promoted"] and installed.active() == report["model_version"] != before
+        assert tuned_pointer.read_text().strip() == report["version"]
+        assert installed.meta(installed.active()).embedder != installed.meta(before).embedder
+    else:
+        assert not report["promoted"] and installed.active() == before and not tuned_pointer.exists()
+        assert installed.status(report["model_version"]).state == "rejected"
