@@ -173,11 +173,14 @@ class TextClassifier:
 
     # -- answering ---------------------------------------------------------------------------------
     def incident_similarity(self, doc: str) -> dict[str, float]:
+        return self.incident_similarities(self.transform([doc]))[0]
+
+    def incident_similarities(self, rows: csr_matrix) -> list[dict[str, float]]:
+        """Per row: its cosine similarity to each incident's centroid."""
         if self._centroids is None:
-            return {}
-        x = normalize(self.transform([doc]))
-        sims = (self._centroids @ x.T).toarray().ravel()
-        return {inc: float(s) for inc, s in zip(self.incidents, sims)}
+            return [{} for _ in range(rows.shape[0])]
+        sims = (self._centroids @ normalize(rows).T).toarray()
+        return [{inc: float(s) for inc, s in zip(self.incidents, sims[:, n])} for n in range(rows.shape[0])]
 
     def proba(self, docs: Sequence[str]) -> np.ndarray:
         return self.proba_rows(self.transform(docs))

@@ -177,10 +177,10 @@ def _fit_classifier(prep: Sequence[_Prepared], sig_entries: Sequence[Entry]) -> 
 
 
 def classifier_scores(clf: TextClassifier, docs: Sequence[str]) -> list[PassScores]:
-    probs = clf.proba(docs)
+    rows = clf.transform(docs)  # once: the categories and the incidents are both read from it
+    probs = clf.proba_rows(rows)
     out = []
-    for doc, row in zip(docs, probs):
-        sims = clf.incident_similarity(doc)
+    for row, sims in zip(probs, clf.incident_similarities(rows)):
         best: dict[str, tuple[float, str]] = {}
         for inc, cat in zip(clf.incidents, clf.incident_categories):
             if sims.get(inc, 0.0) > best.get(cat, (-1.0, ""))[0]:

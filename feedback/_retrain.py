@@ -81,10 +81,13 @@ def training_hash(extra: Sequence[TrainingExample]) -> str:
     return h.hexdigest()[:16]
 
 
+DEBOUNCE_S = 1.0   # a retrain after a second of quiet (one costs about half a second): a burst of votes is one retrain
+
+
 class Retrainer:
     """Turns stored feedback into promoted (or rejected) model versions, in the background."""
 
-    def __init__(self, settings, store: FeedbackStore, handle: ModelHandle, *, debounce_s: float = 5.0,
+    def __init__(self, settings, store: FeedbackStore, handle: ModelHandle, *, debounce_s: float = DEBOUNCE_S,
                  max_delay_s: float = 60.0, poll_s: float = 30.0, gate_corpus: int = CORPUS_SAMPLE,
                  on_result: Callable[[RetrainResult], None] | None = None) -> None:
         self.settings = settings

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._handle import ModelHandle
 from ._replies import Replies
-from ._retrain import Retrainer, RetrainResult
+from ._retrain import DEBOUNCE_S, Retrainer, RetrainResult
 from ._service import StoreFeedback
 from ._store import FeedbackStore
 
@@ -54,7 +54,7 @@ class BotParts:
         self.store.close()
 
 
-def for_bot(settings: Settings, *, corpus: Corpus | None = None, debounce_s: float = 5.0,
+def for_bot(settings: Settings, *, corpus: Corpus | None = None, debounce_s: float = DEBOUNCE_S,
             on_retrain: Callable[[str], None] | None = None, **store_kw: Any) -> BotParts:
     """`on_retrain(result)` hears each retrain's outcome: promoted, rejected or skipped (the bot's metrics)."""
     if corpus is None:
