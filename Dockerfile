@@ -23,9 +23,12 @@ COPY corpus ./corpus
 COPY bot ./bot
 COPY eval ./eval
 COPY feedback ./feedback
-# The project itself, with the fine-tuning extra (its pins live in pyproject.toml, not here).
+# The project itself. The fine-tuning job's image adds the trainer's extras
+# (`docker build --build-arg EXTRAS="[finetune]"`); the bot's leaves them out: sentence-transformers
+# imports them whenever they are installed, about 100 MB and a second of start-up for nothing.
+ARG EXTRAS=""
 # hadolint ignore=DL3013
-RUN pip install ".[finetune]" \
+RUN pip install ".${EXTRAS}" \
     && useradd --create-home --uid 10001 servetriage \
     && mkdir -p /data && chown servetriage /data
 

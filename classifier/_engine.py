@@ -204,7 +204,7 @@ class Engine:
         figures = ctx.figures
         if figures is not None:
             learned = {**learned, "figures": PassScores({figures.category: figures.confidence})}
-        if self._steer is not None and ex.lines and not blank:
+        if self._steer is not None and not blank:  # (with no lines read too: the memory may know one)
             fusion, extra = self._steer(log, ex, fusion)
             learned = {**learned, **extra}
         diagnosis = self._build(log, ex, ordering, fusion, learned, figures)

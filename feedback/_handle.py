@@ -234,7 +234,8 @@ def steered_engine_class() -> Callable[..., Engine]:
         def apply(log, ex, fusion):
             mem = memory()
             if len(mem):
-                match = mem.match_signature(signatures.of_text(log.text, ex))
+                sig = signatures.of_text(log.text, ex)
+                match = mem.match_signature(sig) if sig else mem.match_lines(log.text)
                 if match is not None:
                     return steer(fusion, match), {"memory": PassScores({match.category: match.strength})}
             return fusion, {}

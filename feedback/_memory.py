@@ -14,7 +14,9 @@ cancel out (the model answers).
 
 It holds every agreed feedback example except the held-out ones (those stay a fair test for the
 gate), and follows the database: a vote, a correction or a `feedback forget` takes effect on the
-next answer, without waiting for a retrain.
+next answer, without waiting for a retrain. A paste in which the engine found no fault at all is
+searched line by line for on-call's evidence (`match_lines`): a kernel's bare printout inside a long
+healthy log is the failure once someone has said so.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
 FOUND = 0.8       # share of a labelled paste's evidence lines the new paste must show
 EXPLAINED = 0.6   # share of the new paste's evidence lines that labelled paste must account for (more than half)
 MIN_WORDS = 3     # a normalised line of fewer words ("KeyError: N") names no particular failure
+SCAN_LINES = 5000  # a paste the engine found no fault in is read line by line up to this many lines
 STRUCTURE = ("Traceback (most recent call last)", "During handling of the above exception",
              "The above exception was the direct cause")   # a traceback's own scaffolding, in every one
 UNKNOWN = "unknown"
@@ -150,6 +153,20 @@ class FeedbackMemory:
         if not self._items:
             return None
         return self.match_signature(signature(ex))
+
+    def match_lines(self, text: str) -> Match | None:
+        """For a paste the engine found no fault in: on-call's evidence lines anywhere in it (up to
+        `SCAN_LINES` lines), taken as its evidence. A line no reading rule marks as a fault (a kernel's
+        own printout) is still the failure once on-call has labelled it."""
+        if not self._items:
+            return None
+        lines = text.splitlines()
+        if len(lines) > SCAN_LINES:
+            return None
+        from servetriage.classifier import parse_prefix, redact  # noqa: PLC0415
+        bodies = redact("\n".join(parse_prefix(raw)[0] for raw in lines if raw.strip())).split("\n")
+        known = frozenset(n for n in map(normalise, bodies) if n in self._by_line)
+        return self.match_signature(Signature(known)) if known else None
 
     def match_signature(self, sig: Signature) -> Match | None:
         if not sig or not self._items:

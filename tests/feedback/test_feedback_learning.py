@@ -77,6 +77,19 @@ def test_the_memory_knows_the_failure_inside_a_longer_paste_and_not_a_paste_it_o
     assert not signature(extract("KeyError: 3\n"))  # a bare generic line names no failure
 
 
+def test_a_labelled_printout_is_found_in_a_paste_the_engine_sees_no_fault_in(fb_corpus):
+    printout = "kernels/sampler.cu:88: token 5 was masked by every grammar rule and cannot be sampled\n"
+    labelled = signature(extract(printout))
+    assert labelled.evidence  # a paste of that line alone: the line is its evidence
+    memory = FeedbackMemory([(labelled, "structured-output", None)])
+    healthy = "".join(f"INFO 09-09 12:0{n % 10}:00 [engine.py:{n}] Avg generation throughput: {n}.0 tokens/s\n"
+                      for n in range(40))
+    match = memory.match_lines(healthy + printout.replace("token 5", "token 17") + healthy)
+    assert match is not None and match.category == "structured-output"
+    assert memory.match_lines(healthy) is None
+    assert memory.match_lines(healthy * 200 + printout) is None  # past SCAN_LINES: not read line by line
+
+
 def test_a_worse_retrain_is_rejected_and_the_active_model_stays(loop, fb_settings, monkeypatch):
     store, handle, retrainer = loop
     start = handle.version

@@ -44,20 +44,26 @@ def test_a_new_sqlite_database_is_wal_and_fully_synchronous(sqlite_store):
 
 
 def test_two_processes_migrating_a_new_database_at_once_apply_each_step_once(database_url):
-    barrier = threading.Barrier(3)
+    barrier = threading.Barrier(3, timeout=30)
     results: list[list[int]] = []
+    errors: list[BaseException] = []
 
     def open_one() -> None:
-        db = connect(database_url)
-        barrier.wait()
-        results.append(migrate(db))
-        db.close()
+        try:
+            db = connect(database_url)
+            barrier.wait()
+            results.append(migrate(db))
+            db.close()
+        except BaseException as exc:  # noqa: BLE001 — reported below, not lost in a thread
+            errors.append(exc)
+            barrier.abort()
 
     threads = [threading.Thread(target=open_one) for _ in range(3)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        t.join(60)
+    assert not [e for e in errors if not isinstance(e, threading.BrokenBarrierError)], errors
     assert sorted(v for r in results for v in r) == list(range(1, LATEST + 1))
 
 
