@@ -144,6 +144,8 @@ class Engine:
         return frozenset(c for c, cat in self.corpus.categories.items() if cat.symptom)
 
     def _load_learned(self) -> tuple[tuple[LearnedPass, ...], Calibrator | None]:
+        if not self.settings.embeddings:
+            return (), None  # not even imported: scikit-learn alone is over a second of start-up
         from ._learned import load_learned_passes  # noqa: PLC0415 - heavy imports only when learned passes are wanted
         return load_learned_passes(self.settings, self.corpus)
 

@@ -60,6 +60,7 @@ class ModelHandle:
         self._sigs = SignatureCache(reader=self._focus)
         self._memory = EMPTY
         self._memory_lock = threading.Lock()
+        self._warmed = threading.Event()
 
     # -- what it serves ----------------------------------------------------------------------------
     @property
@@ -98,7 +99,12 @@ class ModelHandle:
     # -- Diagnoser ---------------------------------------------------------------------------------
     def warm(self) -> ModelHandle:
         self._current().engine.warm()
+        self._warmed.set()
         return self
+
+    def wait_warm(self, timeout: float | None = None) -> bool:
+        """Whether `warm()` has finished (waiting up to `timeout` seconds for it)."""
+        return self._warmed.wait(timeout)
 
     def diagnose(self, log_text: LogText) -> Diagnosis:
         live = self._current()

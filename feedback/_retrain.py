@@ -81,6 +81,7 @@ def training_hash(extra: Sequence[TrainingExample]) -> str:
     return h.hexdigest()[:16]
 
 
+WARM_POLL_S = 0.5  # how often the retrainer looks whether the bot has warmed up before it primes the gate
 DEBOUNCE_S = 1.0   # a retrain after a second of quiet (one costs about half a second): a burst of votes is one retrain
 
 
@@ -132,6 +133,10 @@ class Retrainer:
         return self._thread is not None and self._thread.is_alive()
 
     def _loop(self) -> None:
+        # Priming reads the gate set: not while the bot is still warming up (both would share the cores
+        # and the bot would be ready later), unless feedback arrives first.
+        while not (self._stop.is_set() or self._wake.is_set() or self.handle.wait_warm(WARM_POLL_S)):
+            pass
         try:
             self.prime()
         except Exception:
