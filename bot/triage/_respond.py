@@ -8,6 +8,9 @@ choosing the way to reach the user when the first one fails: the thread, then th
 from __future__ import annotations
 
 import logging
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -27,12 +30,21 @@ BAD_PAYLOAD = frozenset({"invalid_blocks", "invalid_blocks_format", "msg_too_lon
 WEBHOOK_TIMEOUT_S = 10
 
 
+LINK_TTL_S = 600.0     # a permalink Slack gave, reused this long (leaving a channel shows within it)
+NO_LINK_TTL_S = 60.0   # a refusal (a channel the bot left), asked again after this long
+LINKS_KEPT = 2048
+
+
 class Responder:
     """Sends replies for the triage pool. Methods return the message ts when Slack gave one."""
 
-    def __init__(self, client: WebClient, on_error: Callable[[str, str], None] | None = None) -> None:
+    def __init__(self, client: WebClient, on_error: Callable[[str, str], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._client = client
         self._on_error = on_error or (lambda method, error: None)  # (Web API method, Slack's error)
+        self._links: OrderedDict[tuple[str, str], tuple[float, str | None]] = OrderedDict()
+        self._links_lock = threading.Lock()
+        self._clock = clock
 
     def deliver(self, target: Target, reply: Reply) -> str | None:
         """The answer itself: in the thread (or via response_url for a slash command), with fallbacks."""
@@ -76,14 +88,27 @@ class Responder:
             return False
 
     def permalink(self, channel: str, ts: str) -> str | None:
-        """A link to a message; None when Slack will not give one (the bot is no longer in the channel)."""
+        """A link to a message; None when Slack will not give one (the bot is no longer in the channel).
+        Answers are kept `LINK_TTL_S` (a refusal `NO_LINK_TTL_S`): every answer links a few earlier ones,
+        and asking Slack again each time would spend its rate limit on the same links."""
+        key, now = (channel, ts), self._clock()
+        with self._links_lock:
+            kept = self._links.get(key)
+            if kept is not None and kept[0] > now:
+                return kept[1]
         try:
-            link = self._client.chat_getPermalink(channel=channel, message_ts=ts).get("permalink")
+            got = self._client.chat_getPermalink(channel=channel, message_ts=ts).get("permalink")
+            link = str(got) if got else None
         except (SlackApiError, SlackClientError, OSError) as exc:
             log.info("chat.getPermalink %s in %s: %s", ts, channel, _error(exc))
             self._on_error("chat.getPermalink", _error(exc))
-            return None
-        return str(link) if link else None
+            link = None
+        with self._links_lock:
+            self._links[key] = (now + (LINK_TTL_S if link else NO_LINK_TTL_S), link)
+            self._links.move_to_end(key)
+            while len(self._links) > LINKS_KEPT:
+                self._links.popitem(last=False)
+        return link
 
     # -- transports --------------------------------------------------------------------------
     def _post(self, channel: str, thread_ts: str | None, reply: Reply) -> tuple[str | None, str | None]:

@@ -61,6 +61,8 @@ def test_an_earlier_answer_is_linked_with_its_votes_and_a_correction(with_store,
     third = _answer(slack, 3)
     context = " ".join(e["text"] for b in third.blocks if b["type"] == "context" for e in b["elements"])
     assert "corrected to `host-memory` by on-call" in context and context.count("archives/") == 2
+    asked = [c for c in slack.calls_to("chat.getPermalink") if c.args.get("message_ts") == row["message_ts"]]
+    assert len(asked) == 1  # linked by the second and the third answer, asked of Slack once
 
 
 def test_no_link_to_a_channel_the_bot_left_nor_to_the_same_thread(with_store, slack):
