@@ -372,7 +372,7 @@ class _BaseRows:
 
 _BASE_ROWS: list[_BaseRows] = []
 _PREPARED: OrderedDict[tuple[str, str, str, str], _Prepared] = OrderedDict()
-PREPARED_CACHE = 20000   # feedback examples kept read (extract, document) between retrains
+PREPARED_CACHE = 5000    # feedback examples kept read (extract, document) between retrains
 
 
 def _base_rows(parent: TextClassifier, corpus: Corpus) -> _BaseRows:
@@ -398,7 +398,8 @@ def _prepared(examples: Sequence[TrainingExample]) -> list[_Prepared]:
     """`_prepare` with a memory: a retrain after one vote reads only the new example."""
     out = []
     for e in examples:
-        key = (e.text, e.category, e.incident, e.source)
+        key = (hashlib.blake2b(e.text.encode("utf-8", "replace"), digest_size=16).hexdigest(), e.category,
+               e.incident, e.source)
         with _BASE_LOCK:
             hit = _PREPARED.get(key)
         if hit is None:
