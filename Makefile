@@ -39,8 +39,8 @@ lint: $(STAMP) mypy-tree
 	$(BIN)/ruff check --quiet classifier corpus bot eval feedback servetriage tests
 	$(BIN)/mypy --strict -p servetriage.classifier -p servetriage.storage
 	$(BIN)/mypy --strict -p servetriage.bot
-	$(BIN)/mypy -p servetriage.feedback
-	$(BIN)/mypy -p servetriage.corpus -p servetriage.eval $(MYPY_TOP)
+	$(BIN)/mypy --strict -p servetriage.feedback
+	$(BIN)/mypy --strict -p servetriage.corpus -p servetriage.eval $(MYPY_TOP)
 	$(BIN)/hadolint Dockerfile
 	$(BIN)/servetriage corpus check
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from ._diagnosis import (UNKNOWN, Candidate, Diagnosis, Earlier, EvidenceLine, IncidentRef, Initiating, OtherRun,
                          PassVotes, SeenBefore, Symptom)
-from ._engine import Engine
+from ._embed import Embedder
+from ._engine import Engine, LearnedPass
 from ._extract import Extract, detect_engine, detect_versions, extract, parse_prefix
 from ._features import fault_lines
 from ._ingest import LogText, decode, from_bytes, from_stream, from_text, normalize, read_inputs, read_path
@@ -44,12 +45,13 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "activate_embedder", "embedder_at", "embedder_named", "fine_tune", "FineTuneResult",
-    "artefacts_for", "ArtefactStore", "Calibrator", "Candidate", "decode", "detect_engine", "detect_versions",
-    "Diagnosis", "Earlier", "embedder_for", "embedder_path", "Engine", "engine_for_model", "ensure_model",
-    "EvidenceLine", "Extract", "extract", "fault_lines", "from_bytes", "from_stream", "from_text", "Fusion", "Hit", "IncidentRef",
-    "Initiating", "Line", "load_model", "LogText", "merge", "Merged", "Meta", "Model", "MODEL_FORMAT", "ModelStatus",
-    "normalize", "normalize_line", "on_call_lines", "OtherRun", "parse_prefix", "PassScores", "PassVotes",
-    "paste_notes", "placed", "read_inputs", "read_path", "redact", "render_text", "retrain", "Scanner", "SeenBefore",
-    "split_members", "Symptom", "train", "train_command", "TrainingExample", "UNKNOWN", "warm_retrain",
+    "activate_embedder", "artefacts_for", "ArtefactStore", "Calibrator", "Candidate", "decode", "detect_engine",
+    "detect_versions", "Diagnosis", "Earlier", "Embedder", "embedder_at", "embedder_for", "embedder_named",
+    "embedder_path", "Engine", "engine_for_model", "ensure_model", "EvidenceLine", "extract", "Extract",
+    "fault_lines", "fine_tune", "FineTuneResult", "from_bytes", "from_stream", "from_text", "Fusion", "Hit",
+    "IncidentRef", "Initiating", "LearnedPass", "Line", "load_model", "LogText", "merge", "Merged", "Meta",
+    "Model", "MODEL_FORMAT", "ModelStatus", "normalize", "normalize_line", "on_call_lines", "OtherRun",
+    "parse_prefix", "PassScores", "PassVotes", "paste_notes", "placed", "read_inputs", "read_path", "redact",
+    "render_text", "retrain", "Scanner", "SeenBefore", "split_members", "Symptom", "train", "train_command",
+    "TrainingExample", "UNKNOWN", "warm_retrain",
 ]

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from typing import Any
 from collections.abc import Callable
 from pathlib import Path
 
@@ -66,7 +67,7 @@ def post(url: str, body: str) -> float:
     return time.perf_counter() - start
 
 
-def measure(runs: int, file_mb: int, embeddings: bool) -> dict:
+def measure(runs: int, file_mb: int, embeddings: bool) -> dict[str, Any]:
     data = Path(tempfile.mkdtemp(prefix="bench-slack-"))
     with SlackStandIn() as slack:
         settings = Settings(embeddings=embeddings, data_dir=data, slack_bot_token=slack.token,
@@ -111,7 +112,7 @@ def measure(runs: int, file_mb: int, embeddings: bool) -> dict:
     }
 
 
-def storm(pastes: int, channels: int, embeddings: bool, pace: int = 60, rate: float = 0.0) -> dict:
+def storm(pastes: int, channels: int, embeddings: bool, pace: int = 60, rate: float = 0.0) -> dict[str, Any]:
     """`pastes` different messages at once over `channels` channels (concurrent signed requests), the
     bot at Slack's pace (`pace` replies per channel per minute), the feedback store recording (so a
     repeat in a channel gets a pointer): every ack timed, every paste's reply awaited. With `rate`,
@@ -160,7 +161,7 @@ def storm(pastes: int, channels: int, embeddings: bool, pace: int = 60, rate: fl
             "ack_ms": _stats(acks), "reply_ms": _stats(reply_s), "answers_per_s": round(pastes / wall, 1)}
 
 
-def _stats(seconds: list[float]) -> dict:
+def _stats(seconds: list[float]) -> dict[str, float]:
     ms = sorted(s * 1000 for s in seconds)
     return {"median": round(statistics.median(ms), 1), "p95": round(ms[min(len(ms) - 1, int(0.95 * len(ms)))], 1),
             "p99": round(ms[min(len(ms) - 1, int(0.99 * len(ms)))], 1), "max": round(ms[-1], 1)}

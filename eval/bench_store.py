@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             runtime = Path(tmp) / "run"
             runtime.mkdir(mode=0o700)
             os.environ.setdefault("XDG_RUNTIME_DIR", str(runtime))
-            server = pgserver.get_server(str(Path(tmp) / "pg"), cleanup_mode="stop")
+            server: Any = pgserver.get_server(str(Path(tmp) / "pg"), cleanup_mode="stop")  # type: ignore[attr-defined]
             with psycopg.connect(server.get_uri(), autocommit=True) as conn:
                 conn.execute("CREATE DATABASE bench")
             report["postgresql"] = bench(server.get_uri("bench"), args.writes)

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from servetriage._settings import Settings
 
 
-def register_cli(subparsers: argparse._SubParsersAction) -> None:
+def register_cli(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from ._cli import register_cli as register  # noqa: PLC0415
     register(subparsers)
 

@@ -10,15 +10,19 @@ import argparse
 import json
 import sys
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from servetriage._errors import ModelError
 from servetriage._settings import Settings
 
 from ._errors import FeedbackError
 
+if TYPE_CHECKING:
+    from ._store import FeedbackStore
 
-def register_cli(sub: argparse._SubParsersAction) -> None:
+
+def register_cli(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     m = sub.add_parser("model", help="model versions: list, promote one, roll back")
     msub = m.add_subparsers(metavar="ACTION")
     ml = msub.add_parser("list", help="every version with its state (candidate, active, rejected, retired)")
@@ -56,14 +60,14 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     d.set_defaults(func=_usage(d))
 
 
-def _usage(parser: argparse.ArgumentParser):
+def _usage(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace, Settings], int]:
     def show(args: argparse.Namespace, settings: Settings) -> int:
         parser.print_help(sys.stderr)
         return 2
     return show
 
 
-def _store(settings: Settings, must_exist: bool = True):
+def _store(settings: Settings, must_exist: bool = True) -> FeedbackStore:
     from ._store import FeedbackStore  # noqa: PLC0415
     if must_exist and not settings.database_url and not settings.db_path.is_file():
         raise FeedbackError(f"no feedback database at {settings.db_path} yet (the bot creates it)")
@@ -190,7 +194,7 @@ def cmd_feedback_forget(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _retrain_now(settings: Settings, store) -> Any:
+def _retrain_now(settings: Settings, store: FeedbackStore) -> Any:
     from ._handle import ModelHandle  # noqa: PLC0415
     from ._retrain import Retrainer  # noqa: PLC0415
 

@@ -11,7 +11,7 @@ import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 from collections.abc import Iterator
 
 import yaml
@@ -21,6 +21,9 @@ from servetriage._settings import Settings
 from ._errors import FeedbackError
 from ._incidents import NewIncident
 from ._store import FeedbackStore
+
+if TYPE_CHECKING:
+    from servetriage.corpus import Corpus
 
 FORMATS = ("jsonl", "csv")
 EXAMPLE_LINES = 20
@@ -83,7 +86,7 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
 _Dumper.add_representer(str, _str)
 
 
-def incident_entry(inc: NewIncident, store: FeedbackStore, corpus) -> dict[str, Any]:
+def incident_entry(inc: NewIncident, store: FeedbackStore, corpus: Corpus) -> dict[str, Any]:
     """One corpus incident (corpus/SCHEMA.md) for a reviewer to finish: signatures are left to them."""
     row = store.replies.get(inc.diagnosis_id) if inc.diagnosis_id else None
     shown = ""

@@ -28,7 +28,8 @@ from ._errors import NotFound
 from ._memory import EMPTY, FeedbackMemory, SignatureCache
 
 if TYPE_CHECKING:
-    from servetriage.classifier import Diagnosis, Engine, Extract, LogText, Model
+    from servetriage.classifier import (Calibrator, Diagnosis, Embedder, Engine, Extract, Fusion, IncidentRef,
+                                        LearnedPass, LogText, Model, PassScores)
     from servetriage.corpus import Corpus
 
     from ._incidents import Incidents
@@ -92,9 +93,10 @@ class ModelHandle:
     def engine(self) -> Engine:
         return self._current().engine
 
-    def embedder(self):
+    def embedder(self) -> Embedder:
         from servetriage.classifier import embedder_for  # noqa: PLC0415
-        return embedder_for(self.settings)
+        embedder: Embedder = embedder_for(self.settings)  # a lazy name: Any to mypy
+        return embedder
 
     # -- Diagnoser ---------------------------------------------------------------------------------
     def warm(self) -> ModelHandle:
@@ -218,7 +220,7 @@ class ModelHandle:
         return dataclasses.replace(d, incident=overlay_ref(inc, self.settings))
 
 
-def overlay_ref(inc: Any, settings: Settings):
+def overlay_ref(inc: Any, settings: Settings) -> IncidentRef:
     from servetriage.classifier import IncidentRef  # noqa: PLC0415
     return IncidentRef(id=inc.id, title=inc.title, cause=inc.cause, first_action=inc.first_action,
                        fix_or_status="Written by on-call through the bot; not reviewed yet.", section=None,
@@ -234,10 +236,11 @@ def steered_engine_class() -> Callable[..., Engine]:
 
     from ._memory import steer  # noqa: PLC0415
 
-    def steered(settings, corpus, passes, calibrator, memory, signatures) -> Engine:
+    def steered(settings: Settings, corpus: Corpus, passes: tuple[LearnedPass, ...], calibrator: Calibrator,
+                memory: Callable[[], FeedbackMemory], signatures: SignatureCache) -> Engine:
         """`memory` is a callable returning the current FeedbackMemory."""
 
-        def apply(log, ex, fusion):
+        def apply(log: LogText, ex: Extract, fusion: Fusion) -> tuple[Fusion, dict[str, PassScores]]:
             mem = memory()
             if len(mem):
                 sig = signatures.of_text(log.text, ex)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from collections.abc import Callable, Iterable
 
 if TYPE_CHECKING:
-    from servetriage.classifier import Extract
+    from servetriage.classifier import Extract, Fusion
 
 FOUND = 0.8       # share of a labelled paste's evidence lines the new paste must show
 EXPLAINED = 0.6   # share of the new paste's evidence lines that labelled paste must account for (more than half)
@@ -43,7 +43,8 @@ UNKNOWN = "unknown"
 def normalise(body: str) -> str:
     """The engine's own line normalisation (numbers, hex ids and paths removed)."""
     from servetriage.classifier import normalize_line  # noqa: PLC0415
-    return normalize_line(body)
+    normalised: str = normalize_line(body)
+    return normalised
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,7 +203,7 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 EMPTY = FeedbackMemory()
 
 
-def steer(fusion, match: Match | None):
+def steer(fusion: Fusion, match: Match | None) -> Fusion:
     """The fused ranking with the memory's label first (or no answer, when on-call said `unknown`)."""
     if match is None:
         return fusion

@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from servetriage._settings import Settings
@@ -62,7 +63,7 @@ def _hits(diags: list[Any], cases: list[Any], k: int) -> float:
     return round(right / len(cases), 4) if cases else 0.0
 
 
-def replay(settings: Settings, directory: Path | str, progress=lambda msg: None,
+def replay(settings: Settings, directory: Path | str, progress: Callable[[str], None] = lambda msg: None,
            then: Path | str | None = None, noise: float = 0.0) -> dict[str, Any]:
     """Replay `directory` as on-call traffic (diagnose, 👍 or the true label, retrain as the bot does);
     with `then`, evaluate that set before any learning and again after it (the installed model untouched);
@@ -176,7 +177,8 @@ def _give(store: FeedbackStore, d: Any, said: str, did: str) -> None:
         store.votes.correct(did, REPLAY_USER, said, incident, source="replay")
 
 
-def locality(settings: Settings, directory: Path | str, progress=lambda msg: None) -> dict[str, Any]:
+def locality(settings: Settings, directory: Path | str,
+             progress: Callable[[str], None] = lambda msg: None) -> dict[str, Any]:
     """How far one piece of feedback reaches: for each log of `directory` alone, give its feedback
     (👍, or the true label as a correction), retrain as the bot does, and count how many of the other
     logs' answers changed. Each case starts again from the starting model and an empty memory."""

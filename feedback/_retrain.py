@@ -39,7 +39,8 @@ from ._store import FeedbackStore
 from ._training import FeedbackExample
 
 if TYPE_CHECKING:
-    from servetriage.classifier import Engine, Model, TrainingExample
+    from servetriage._settings import Settings
+    from servetriage.classifier import ArtefactStore, Engine, Model, TrainingExample
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,8 @@ DEBOUNCE_S = 1.0   # a retrain after a second of quiet (one costs about half a s
 class Retrainer:
     """Turns stored feedback into promoted (or rejected) model versions, in the background."""
 
-    def __init__(self, settings, store: FeedbackStore, handle: ModelHandle, *, debounce_s: float = DEBOUNCE_S,
+    def __init__(self, settings: Settings, store: FeedbackStore, handle: ModelHandle, *,
+                 debounce_s: float = DEBOUNCE_S,
                  max_delay_s: float = 60.0, poll_s: float = 30.0, gate_corpus: int = CORPUS_SAMPLE,
                  on_result: Callable[[RetrainResult], None] | None = None) -> None:
         self.settings = settings
@@ -323,7 +325,7 @@ class Retrainer:
         held = [e for e in feedback if e.holdout][-FEEDBACK_MAX:]
         return self._corpus_cases + [GateCase(e.text, e.category, "feedback") for e in held]
 
-    def _parent_keys(self, artefacts, version: str) -> frozenset[tuple[str, str]]:
+    def _parent_keys(self, artefacts: ArtefactStore, version: str) -> frozenset[tuple[str, str]]:
         if version not in self._extra_keys:
             try:
                 rows = artefacts.load_object(version, "extra")
@@ -333,7 +335,7 @@ class Retrainer:
                                                   if r.get("source") == "feedback")
         return self._extra_keys[version]
 
-    def _hash_of(self, artefacts, version: str) -> str:
+    def _hash_of(self, artefacts: ArtefactStore, version: str) -> str:
         from servetriage.classifier import TrainingExample  # noqa: PLC0415
         try:
             rows = artefacts.load_object(version, "extra")
