@@ -115,7 +115,8 @@ def _pairs(sources: Sequence[_Source], rnd: random.Random) -> list[tuple[str, st
         pairs += within[:PAIRS_PER_GROUP]
     groups_of = {s.group: s.category for s in sources if not s.group.startswith("feedback:")}
     for group, category in sorted(groups_of.items()):
-        others = [line for line in by_category.get(category, []) if line not in set(by_group[group])]
+        own = set(by_group[group])
+        others = [line for line in by_category.get(category, []) if line not in own]
         for _ in range(CATEGORY_PAIRS if others else 0):
             pairs.append((rnd.choice(by_group[group]), rnd.choice(others)))
     for s in sources:  # on-call's pastes: pulled towards what their label is known by
