@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -28,7 +29,7 @@ def fine_tune_and_promote(settings: Settings, say: Callable[[str], None] = lambd
     from servetriage.corpus import load_corpus  # noqa: PLC0415
 
     corpus = load_corpus(settings.extra_corpus_dirs)
-    with FeedbackStore(settings.db_path, categories=corpus.categories) as store:
+    with FeedbackStore.open(settings, categories=corpus.categories) as store:  # SQLite, or the shared database
         quarantined = store.training.quarantined()
         confirmed = [e for e in store.training.examples() if (e.text_hash, e.category) not in quarantined]
         extra = training_set(confirmed)
@@ -54,6 +55,7 @@ def fine_tune_and_promote(settings: Settings, say: Callable[[str], None] = lambd
             report["verdict"] = "now the default (held-out folds and the gate)"
         else:
             report["verdict"] = f"discarded: {judged.reason}"
+            shutil.rmtree(result.candidate, ignore_errors=True)  # a tuned model nobody will load: its disk back
         return report
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -195,3 +196,4 @@ def test_train_fine_tune_goes_through_the_folds_and_the_gate(cli, capsys, fb_set
     else:
         assert not report["promoted"] and installed.active() == before and not tuned_pointer.exists()
         assert installed.status(report["model_version"]).state == "rejected"
+        assert not Path(report["candidate"]).exists()  # the discarded tuned model's disk is given back
