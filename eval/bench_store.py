@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -95,17 +94,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="st-bench-store-") as tmp:
         report["sqlite"] = bench(str(Path(tmp) / "bench.sqlite"), args.writes)
         try:
-            import pgserver  # noqa: PLC0415 (optional: a test dependency)
-            import psycopg  # noqa: PLC0415
-
-            runtime = Path(tmp) / "run"
-            runtime.mkdir(mode=0o700)
-            os.environ.setdefault("XDG_RUNTIME_DIR", str(runtime))
-            server: Any = pgserver.get_server(str(Path(tmp) / "pg"), cleanup_mode="stop")  # type: ignore[attr-defined]
-            with psycopg.connect(server.get_uri(), autocommit=True) as conn:
-                conn.execute("CREATE DATABASE bench")
-            report["postgresql"] = bench(server.get_uri("bench"), args.writes)
-            server.cleanup()
+            from servetriage.storage import LocalPostgres  # noqa: PLC0415
+            server = LocalPostgres(Path(tmp) / "pg")  # pgserver: a dev dependency
+            report["postgresql"] = bench(server.new_database("bench"), args.writes)
+            server.stop()
         except ImportError as exc:
             report["postgresql"] = f"skipped: {exc}"
     if args.json:

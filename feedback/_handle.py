@@ -130,8 +130,12 @@ class ModelHandle:
     # -- the feedback memory ----------------------------------------------------------------------
     def _focus(self, text: str) -> Extract:
         """A stored paste read as the engine reads a live one (the corpus's parts only, no model)."""
+        return self._reader.focus(text)
+
+    @functools.cached_property
+    def _reader(self) -> Engine:
         from servetriage.classifier import Engine  # noqa: PLC0415
-        return Engine(self.settings, corpus=self.corpus, passes=()).focus(text)
+        return Engine(self.settings, corpus=self.corpus, passes=())
 
     def memory(self) -> FeedbackMemory:
         """The memory as of the database's current feedback generation (rebuilt when it moved)."""

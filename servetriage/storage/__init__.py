@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._base import Database, Dialect, StorageError, Transaction, is_postgres_url
+from ._local import LocalPostgres
 from ._pointer import ActivePointerRow
 from ._sqlite import SqliteDatabase
 
@@ -40,5 +41,5 @@ def connect(target: Settings | str | Path, *, sqlite_name: str | None = None) ->
     return SqliteDatabase(Path(target))
 
 
-__all__ = ["ActivePointerRow", "Database", "Dialect", "SqliteDatabase", "StorageError", "Transaction", "connect",
-           "is_postgres_url"]
+__all__ = ["ActivePointerRow", "Database", "Dialect", "LocalPostgres", "SqliteDatabase", "StorageError", "Transaction",
+           "connect", "is_postgres_url"]

@@ -34,12 +34,18 @@ def _posted(store, n: int) -> None:
         time.sleep(0.02)
 
 
-def test_an_earlier_answer_is_linked_with_its_votes_and_a_correction(with_store, slack):
-    bot, store = with_store
+def _first_answer(bot, store, slack):
+    """The OOM log pasted in C1, answered, and the answer linked to its message."""
     bot.event(message_event(OOM_LOG, channel="C1", user="UA", ts="1700000000.000100"))
     first = _answer(slack, 1)
-    assert "Seen before" not in first.text + str(first.blocks)
     _posted(store, 1)
+    return first
+
+
+def test_an_earlier_answer_is_linked_with_its_votes_and_a_correction(with_store, slack):
+    bot, store = with_store
+    first = _first_answer(bot, store, slack)
+    assert "Seen before" not in first.text + str(first.blocks)
     [row] = store.db.query("SELECT id, message_ts FROM diagnoses")
     store.votes.vote(row["id"], "U1", True)
     store.votes.vote(row["id"], "U2", True)
@@ -67,9 +73,7 @@ def test_an_earlier_answer_is_linked_with_its_votes_and_a_correction(with_store,
 
 def test_no_link_to_a_channel_the_bot_left_nor_to_the_same_thread(with_store, slack):
     bot, store = with_store
-    bot.event(message_event(OOM_LOG, channel="C1", user="UA", ts="1700000000.000100"))
-    _answer(slack, 1)
-    _posted(store, 1)
+    _first_answer(bot, store, slack)
     slack.left_channels.add("C1")
     bot.event(message_event(OOM_LOG, channel="C2", user="UB", ts="1700000100.000100"))
     assert "Seen before" not in str(_answer(slack, 2).blocks)
@@ -81,9 +85,7 @@ def test_no_link_to_a_channel_the_bot_left_nor_to_the_same_thread(with_store, sl
 
 def test_nothing_crosses_workspaces(with_store, slack):
     bot, store = with_store
-    bot.event(message_event(OOM_LOG, channel="C1", user="UA", ts="1700000000.000100"))
-    _answer(slack, 1)
-    _posted(store, 1)
+    _first_answer(bot, store, slack)
     with store.db.transaction() as tx:
         tx.execute("UPDATE diagnoses SET team = 'TOTHER'")
     bot.event(message_event(OOM_LOG, channel="C2", user="UB", ts="1700000100.000100"))
@@ -92,9 +94,7 @@ def test_nothing_crosses_workspaces(with_store, slack):
 
 def test_in_a_storm_the_same_failure_in_one_channel_gets_a_pointer_not_a_copy(with_store, slack):
     bot, store = with_store
-    bot.event(message_event(OOM_LOG, channel="C1", user="UA", ts="1700000000.000100"))
-    _answer(slack, 1)
-    _posted(store, 1)
+    _first_answer(bot, store, slack)
     [row] = store.db.query("SELECT id, message_ts FROM diagnoses")
     store.votes.vote(row["id"], "U1", True)
     for n in range(2):
