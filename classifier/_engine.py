@@ -29,7 +29,7 @@ from ._ingest import LogText, from_text
 from ._metrics import MetricsVerdict
 from ._messages import MessageIndex, message_index
 from ._precedence import Ordering
-from ._reading import read_log
+from ._reading import Reading, read_log
 from ._redact import redact
 from ._rules import Scanner
 from ._shape import LifecyclePatterns, LogShape
@@ -163,7 +163,10 @@ class Engine:
         """The lines of `text` the passes read (the failed run's salient lines, the engine's own noise
         and printouts set aside): the same for every model, so the feedback memory and the promotion
         gate read a stored log once."""
-        return read_log(text, self.scanner, self.corpus, self.lifecycle, self.symptom_roles, self.messages).focus
+        return self._read(text).focus
+
+    def _read(self, text: str) -> Reading:
+        return read_log(text, self.scanner, self.corpus, self.lifecycle, self.symptom_roles, self.messages)
 
     def classifier_document(self, text: str) -> str:
         """What the classifier pass reads of `text` ("" when nothing is left to read)."""
@@ -178,7 +181,7 @@ class Engine:
     def diagnose(self, log: LogText) -> Diagnosis:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        reading = read_log(log.text, self.scanner, self.corpus, self.lifecycle, self.symptom_roles, self.messages)
+        reading = self._read(log.text)
         shape, chain, ordering, ex = reading.shape, reading.chain, reading.ordering, reading.focus
         blank = not log.text or log.text.isspace()
         t1 = t0 + reading.shape.seconds
