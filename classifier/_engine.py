@@ -12,6 +12,7 @@ import functools
 import re
 import threading
 import time
+from pathlib import Path
 from typing import Protocol
 
 from servetriage._settings import Settings
@@ -69,12 +70,13 @@ _PARTS_LOCK = threading.Lock()
 PARTS_KEPT = 2   # corpora whose parts stay built (the current one and the one it replaced)
 
 
-def corpus_parts(corpus: Corpus) -> CorpusParts:
+def corpus_parts(corpus: Corpus, cache_dir: Path | None = None) -> CorpusParts:
+    """The parts of `corpus` (built once per process; the catalogue's index kept in `cache_dir`)."""
     with _PARTS_LOCK:
         for known, parts in _PARTS:
             if known is corpus:
                 return parts
-        parts = CorpusParts(Scanner(corpus), LifecyclePatterns(corpus.lifecycle), message_index(corpus))
+        parts = CorpusParts(Scanner(corpus), LifecyclePatterns(corpus.lifecycle), message_index(corpus, cache_dir))
         _PARTS.append((corpus, parts))
         del _PARTS[:-PARTS_KEPT]
         return parts
@@ -137,7 +139,7 @@ class Engine:
 
     @functools.cached_property
     def _parts(self) -> CorpusParts:
-        return corpus_parts(self.corpus)
+        return corpus_parts(self.corpus, self.settings.cache_dir)
 
     @functools.cached_property
     def symptom_roles(self) -> frozenset[str]:

@@ -162,7 +162,7 @@ def _tune(pairs: Sequence[tuple[str, str]], threads: int, seed: int) -> Sentence
 
     hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call, unused-ignore]  # unannotated in transformers
     logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
-    tuned = SentenceEmbedder(None, threads=threads)
+    tuned = SentenceEmbedder(None, threads=threads, trainable=True)
     model: SentenceTransformer = tuned.model
     serving_tokens, model.max_seq_length = model.max_seq_length, TRAIN_TOKENS
     data = Dataset.from_dict({"anchor": [a for a, _ in pairs], "positive": [b for _, b in pairs]})

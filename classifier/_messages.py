@@ -8,17 +8,23 @@ hand-written signature.
 
 Matching tens of thousands of templates per line must stay cheap: each template is indexed by its
 rarest literal word, a line's words pick the few candidates, and only those are tried as RE2 regexes.
+Reading the catalogue and indexing it takes about a second; a process that serves keeps the result
+in its cache directory (keyed by the catalogue's digest) and reads it back in a fifth of that.
 """
 
 from __future__ import annotations
 
 import collections
+import os
+import pickle
 import re
+import zlib
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
 import re2
 
-from servetriage.corpus import Corpus, MessagePath, Template, load_catalogue
+from servetriage.corpus import Corpus, MessagePath, Template, catalogue_digest, load_catalogue
 
 from ._types import Hit, Line
 
@@ -31,26 +37,19 @@ _WORD = re.compile(rf"[A-Za-z_][A-Za-z0-9_]{{{MIN_ANCHOR - 1},}}")
 _CPP_LOCATION = re.compile(r"([\w./+-]+\.(?:cpp|cu|cuh|cc|h|hpp))[:(](\d+)")
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False
+INDEX_LAYOUT = 1            # what the cached index holds; bump when MessageIndex derives it otherwise
+CACHE_PREFIX = "messages-"
 
 
 class MessageIndex:
     """The catalogue, indexed for one line at a time, with each template's place as a category."""
 
-    def __init__(self, templates: Sequence[Template], paths: Sequence[MessagePath]) -> None:
+    def __init__(self, templates: Sequence[Template], paths: Sequence[MessagePath],
+                 by_word: dict[str, list[int]] | None = None) -> None:
         self._templates = tuple(templates)
         self._paths = tuple(paths)
         self._words = tuple(re2.compile(p.words, _OPTIONS) if p.words else None for p in self._paths)
-        frequency: collections.Counter[str] = collections.Counter()
-        literal_words = []
-        for t in self._templates:
-            words = set(_WORD.findall(t.template.replace("{}", " ")))
-            literal_words.append(words)
-            frequency.update(words)
-        self._by_word: dict[str, list[int]] = {}
-        for i, words in enumerate(literal_words):
-            if words:
-                anchor = min(words, key=lambda w: (frequency[w], -len(w)))
-                self._by_word.setdefault(anchor, []).append(i)
+        self._by_word = by_word if by_word is not None else _anchors(self._templates)
         self._compiled: dict[int, re2._Regexp] = {}
 
     def __len__(self) -> int:
@@ -115,6 +114,42 @@ class MessageIndex:
         return hits
 
 
-def message_index(corpus: Corpus) -> MessageIndex:
-    """The packaged catalogue placed by the corpus's `message_paths`."""
-    return MessageIndex(load_catalogue(), corpus.message_paths)
+def _anchors(templates: Sequence[Template]) -> dict[str, list[int]]:
+    """Each template under its rarest literal word (the longest among equally rare ones)."""
+    frequency: collections.Counter[str] = collections.Counter()
+    literal_words = []
+    for t in templates:
+        words = set(_WORD.findall(t.template.replace("{}", " ")))
+        literal_words.append(words)
+        frequency.update(words)
+    by_word: dict[str, list[int]] = {}
+    for i, words in enumerate(literal_words):
+        if words:
+            anchor = min(words, key=lambda w: (frequency[w], -len(w)))
+            by_word.setdefault(anchor, []).append(i)
+    return by_word
+
+
+def message_index(corpus: Corpus, cache_dir: Path | None = None) -> MessageIndex:
+    """The packaged catalogue placed by the corpus's `message_paths`; read from (or written to)
+    `cache_dir` when given. An unreadable cache is rebuilt, an unwritable one only costs time."""
+    if cache_dir is None:
+        return MessageIndex(load_catalogue(), corpus.message_paths)
+    path = cache_dir / f"{CACHE_PREFIX}{catalogue_digest()}-{INDEX_LAYOUT}.pickle.z"
+    try:
+        templates, by_word = pickle.loads(zlib.decompress(path.read_bytes()))
+        return MessageIndex(templates, corpus.message_paths, by_word)
+    except (OSError, zlib.error, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError):
+        pass
+    index = MessageIndex(load_catalogue(), corpus.message_paths)
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_bytes(zlib.compress(pickle.dumps((index.templates, index._by_word), protocol=5), 1))
+        os.replace(tmp, path)
+        for old in cache_dir.glob(f"{CACHE_PREFIX}*.pickle.z"):
+            if old != path:
+                old.unlink(missing_ok=True)
+    except OSError:
+        pass
+    return index

@@ -8,7 +8,7 @@ become scores through a softmax; the fusion calibrator maps them to probabilitie
 The vectoriser (`features`) and the SVM (`head`) are two parts: a full training fits both, a retrain
 after a vote keeps the parent's vectoriser and refits only the head (`refit`) on the parent's cached
 rows plus the new ones, so it neither refits the vocabulary nor saves it again (the model store links
-the parent's file). The vectoriser is saved apart from the head (`features.joblib`).
+the parent's file). The vectoriser is saved apart from the head (`features.pickle`).
 """
 
 from __future__ import annotations

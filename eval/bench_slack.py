@@ -7,12 +7,16 @@ the "reading…" placeholder of a large file). Usage:
 
     python eval/bench_slack.py [--runs 20] [--file-mb 50] [--embeddings] [--json]
     python eval/bench_slack.py --storm 40 [--channels 1] [--embeddings]   # concurrent pastes, paced
+    python eval/bench_slack.py --cold-start 5 [--embeddings]   # `servetriage serve` started to /readyz 200
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import socket
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
 import statistics
 import sys
@@ -161,6 +165,45 @@ def storm(pastes: int, channels: int, embeddings: bool, pace: int = 60, rate: fl
             "ack_ms": _stats(acks), "reply_ms": _stats(reply_s), "answers_per_s": round(pastes / wall, 1)}
 
 
+def cold_start(runs: int, embeddings: bool) -> dict[str, Any]:
+    """`servetriage serve` (HTTP mode) as a new process, timed until its /readyz answers 200: the
+    interpreter, the imports, the model and catalogue loads, the warm-up diagnosis and auth.test."""
+    times = []
+    with SlackStandIn() as slack, tempfile.TemporaryDirectory(prefix="servetriage-cold-") as tmp:
+        env = {**os.environ, "SLACK_BOT_TOKEN": slack.token, "SLACK_SIGNING_SECRET": SECRET,
+               "SLACK_API_URL": slack.api_url, "SERVETRIAGE_EMBEDDINGS": "on" if embeddings else "off"}
+        env.pop("SLACK_APP_TOKEN", None)
+        if not embeddings:
+            env["SERVETRIAGE_DATA_DIR"] = tmp  # rules only: no model is read
+        for _ in range(runs):
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            t = time.perf_counter()
+            proc = subprocess.Popen([sys.executable, "-m", "servetriage.cli", "serve", "--host", "127.0.0.1",
+                                     "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            try:
+                while not _ready(f"http://127.0.0.1:{port}/readyz"):
+                    if proc.poll() is not None:
+                        raise SystemExit(f"servetriage serve exited with {proc.returncode} before it was ready")
+                    time.sleep(0.02)
+                times.append(time.perf_counter() - t)
+            finally:
+                proc.terminate()
+                proc.wait(30)
+    return {"runs": runs, "embeddings": embeddings, "ready_s_min": round(min(times), 2),
+            "ready_s_median": round(statistics.median(times), 2), "ready_s_max": round(max(times), 2)}
+
+
+def _ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as resp:
+            return bool(resp.status == 200)
+    except OSError:
+        return False
+
+
 def _stats(seconds: list[float]) -> dict[str, float]:
     ms = sorted(s * 1000 for s in seconds)
     return {"median": round(statistics.median(ms), 1), "p95": round(ms[min(len(ms) - 1, int(0.95 * len(ms)))], 1),
@@ -176,7 +219,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--storm", type=int, metavar="N", help="instead: N pastes at once (see --channels)")
     p.add_argument("--channels", type=int, default=1, help="with --storm: spread over this many channels")
     p.add_argument("--rate", type=float, default=0.0, help="with --storm: pastes arriving per second (0: all at once)")
+    p.add_argument("--cold-start", type=int, metavar="N", help="instead: start `servetriage serve` N times, "
+                   "timed to /readyz")
     args = p.parse_args(argv)
+    if args.cold_start:
+        print(json.dumps(cold_start(args.cold_start, args.embeddings)))
+        return 0
     if args.storm:
         print(json.dumps(storm(args.storm, args.channels, args.embeddings, rate=args.rate)))
         return 0

@@ -80,3 +80,23 @@ def test_tensorrt_llm_assertions_pasted_alone_get_the_category_of_their_location
         if (d.passes.rules and max(d.passes.rules, key=d.passes.rules.get)) != expected:
             wrong.append((t.file, t.template, d.passes.rules))
     assert wrong == []
+
+
+def test_the_index_kept_in_the_cache_dir_answers_as_the_one_built(rules_engine, tmp_path):
+    from servetriage.classifier._messages import message_index
+    corpus = rules_engine.corpus
+    built = message_index(corpus)
+    message_index(corpus, tmp_path)
+    [kept] = tmp_path.glob("messages-*")
+    cached = message_index(corpus, tmp_path)
+    assert cached.templates == built.templates
+    from servetriage.corpus._catalogue import render
+    lines = ["[rank0]: AssertionError: 4096 is not divisible by 3"] + [render(t.template) for t in built.templates[::2000]]
+    found = [built.lookup(line) for line in lines]
+    assert [cached.lookup(line) for line in lines] == found and found[0] is not None and sum(map(bool, found)) > 5
+    kept.write_bytes(b"not an index")  # a torn or foreign file is rebuilt, never trusted
+    assert message_index(corpus, tmp_path).templates == built.templates
+    assert kept.read_bytes() != b"not an index"
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    assert len(message_index(corpus, blocked)) == len(built)  # an unwritable cache only costs time

@@ -69,7 +69,7 @@ def test_a_retrain_links_the_vectoriser_and_refits_only_the_classes_it_can_move(
                       "overflowed while verifying speculative tokens", "speculative-decoding")]
     child = retrain(parent, corpus, embedder, store, extra)
 
-    ours, theirs = (store.path(v) / "features.joblib" for v in (child.meta.version, parent.meta.version))
+    ours, theirs = (store.path(v) / "features.pickle" for v in (child.meta.version, parent.meta.version))
     assert os.stat(ours).st_ino == os.stat(theirs).st_ino  # one vectoriser on disk, not a copy per vote
     assert "speculative-decoding" in child.classifier.moved
     assert len(child.classifier.moved) < len(child.classifier.classes)

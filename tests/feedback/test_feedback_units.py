@@ -26,7 +26,7 @@ def test_prune_keeps_the_active_model_its_parent_and_the_newest(tmp_path):
             "version": f"v{n:02d}", "format": 8, "corpus_fingerprint": "x", "embedder": None, "created": float(n),
             "metrics": {}, "examples": 1, "parent": f"v{n - 1:02d}" if n else None}))
         for part in ("classifier", "features"):
-            (directory / f"{part}.joblib").write_bytes(b"weights")
+            (directory / f"{part}.pickle").write_bytes(b"weights")
     registry.activate("v13")
     removed = prune(registry)
     assert removed == ["v00", "v01", "v02"]  # ten retired ones stay, and v12 (the parent) anyway

@@ -60,7 +60,7 @@ def _version(root, name: str) -> None:
         "version": name, "format": 8, "corpus_fingerprint": "x", "embedder": None, "created": 1.0, "metrics": {},
         "examples": 1}))
     for part in ("classifier", "features"):
-        (root / name / f"{part}.joblib").write_bytes(b"w")
+        (root / name / f"{part}.pickle").write_bytes(b"w")
 
 
 def test_replicas_follow_one_active_pointer_in_the_database(database_url, tmp_path):
