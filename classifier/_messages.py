@@ -4,7 +4,9 @@ An error line that no corpus signature names is still a message some engine prin
 catalogue says where (source file and function), and `message_paths` (precedence.yaml) turns the place
 into a category. A C++ location inside the line (`Assertion failed: … (…/runtime/worldConfig.cpp:99)`)
 is read the same way. Either is a weak rule hit: stronger than a code-path guess, weaker than any
-hand-written signature.
+hand-written signature. A warning is a hit only where an entry says the engine's warnings there are
+failures (`warnings: true`, with the words that say so): vLLM's scheduler *warns* that a prompt
+exceeds the limit and drops the request, while most warnings are start-up chatter and fallbacks.
 
 Matching tens of thousands of templates per line must stay cheap: each template is indexed by its
 rarest literal word, a line's words pick the few candidates, and only those are tried as RE2 regexes.
@@ -31,6 +33,8 @@ from ._types import Hit, Line
 SPECIFICITY = 0.55          # above a code-path attribution (0.5), below any real signature of 25+ characters
 MIN_ANCHOR = 4              # words shorter than this never index a template
 ERROR_LEVELS = frozenset({"error", "raise", "assert", "check"})
+WARNING_LEVELS = frozenset({"warning"})
+WARNING_SPECIFICITY = 0.5   # a worded warning: as strong as a code-path attribution, below a known error
 NOISE_LEVELS = frozenset({"info"})
 
 _WORD = re.compile(rf"[A-Za-z_][A-Za-z0-9_]{{{MIN_ANCHOR - 1},}}")
@@ -80,12 +84,29 @@ class MessageIndex:
                     best = t
         return best
 
-    def place(self, path: str, message: str = "") -> str | None:
-        """The category of a source location (and message), per `message_paths`; None when none fits."""
+    def place(self, path: str, message: str = "", warning: bool = False) -> str | None:
+        """The category of a source location (and message), per `message_paths`; None when none fits.
+        `warning`: the message is a warning, placed only by entries that take warnings."""
         for entry, words in zip(self._paths, self._words):
+            if warning and not entry.warnings:
+                continue
             if any(fragment in path for fragment in entry.paths) and (words is None or words.search(message)):
                 return entry.category
         return None
+
+    def warned(self, lines: Iterable[Line], named: Iterable[int], symptoms: frozenset[str]) -> list[Hit]:
+        """A weak hit for each warning line no rule named whose template an entry taking warnings places."""
+        taken = set(named)
+        hits: list[Hit] = []
+        for line in lines:
+            if line.no in taken or line.frame:
+                continue
+            t = self.lookup(line.body, WARNING_LEVELS)
+            category = self.place(t.file, t.template, warning=True) if t is not None else None
+            if t is not None and category is not None and category not in symptoms:
+                hits.append(Hit(incident="", category=category, specificity=WARNING_SPECIFICITY, line=line,
+                                pattern=f"catalogue: {t.engine} {t.file} in {t.function} (a warning)", symptom=False))
+        return hits
 
     def is_noise(self, line: Line) -> bool:
         """An info message of an engine (start-up, progress, routes): healthy output, never evidence."""

@@ -45,6 +45,8 @@ def read_log(text: str, scanner: Scanner, corpus: Corpus, patterns: LifecyclePat
     if messages is not None:
         errors = [l for l in whole.lines if not l.frame and levels[l.no] >= Severity.ERROR]
         hits += messages.attribute(errors, {h.line.no for h in hits}, symptom_roles)
+        warnings = [l for l in whole.lines if not l.frame and levels[l.no] == Severity.WARNING]
+        hits += messages.warned(warnings, {h.line.no for h in hits}, symptom_roles)
     hits += attribute(whole, corpus.code_paths, {h.line.no for h in hits}, symptom_roles)
     faults = [l for l in whole.lines if not l.frame and (l.exception or levels[l.no] >= Severity.WARNING)]
     chain = find_chain(shape, faults, hits, frozenset(corpus.lifecycle.stop_categories), levels)

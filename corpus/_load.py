@@ -293,8 +293,8 @@ def _message_paths(entries: Any, categories: dict[str, Category], path: Path) ->
     out = []
     for n, entry in enumerate(entries):
         where = f"{path}: message_paths[{n}]"
-        if not isinstance(entry, dict) or set(entry) - {"category", "paths", "words"}:
-            raise CorpusError(f"{where}: expected a mapping with category, paths and optional words")
+        if not isinstance(entry, dict) or set(entry) - {"category", "paths", "words", "warnings"}:
+            raise CorpusError(f"{where}: expected a mapping with category, paths and optional words and warnings")
         if entry.get("category") not in categories or entry["category"] == UNKNOWN:
             raise CorpusError(f"{where}: unknown category {entry.get('category')!r}")
         if not _is_str_list(entry.get("paths")) or not entry["paths"]:
@@ -304,7 +304,10 @@ def _message_paths(entries: Any, categories: dict[str, Category], path: Path) ->
             if not isinstance(words, str) or not words:
                 raise CorpusError(f"{where}: words must be an RE2 pattern")
             _patterns([words], where)
-        out.append(MessagePath(entry["category"], tuple(entry["paths"]), words))
+        warnings = entry.get("warnings", False)
+        if not isinstance(warnings, bool) or (warnings and words is None):
+            raise CorpusError(f"{where}: warnings must be true or false, and true only with words")
+        out.append(MessagePath(entry["category"], tuple(entry["paths"]), words, warnings))
     return tuple(out)
 
 

@@ -49,11 +49,13 @@ class CodePath:
 @dataclasses.dataclass(frozen=True)
 class MessagePath:
     """precedence.yaml: where an engine prints a message (a source path fragment, and optionally the
-    message's words as an RE2 regex) places it in a category."""
+    message's words as an RE2 regex) places it in a category. `warnings`: the engine's *warnings* there
+    with those words are failures too (the request was refused), not start-up chatter."""
 
     category: str
     paths: tuple[str, ...]
     words: str | None = None
+    warnings: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

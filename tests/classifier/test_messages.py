@@ -11,6 +11,7 @@ from servetriage.corpus import MessagePath, load_catalogue, mine_tree
 TREE = Path(__file__).resolve().parents[1] / "corpus" / "minetree"
 PATHS = (MessagePath("invalid-config", ("runtime/world",), "parallelism"),
          MessagePath("kv-cache-exhausted", ("mem_cache/",)))
+WARNED = (MessagePath("kv-cache-exhausted", ("mem_cache/",), "[Ee]victing", warnings=True),) + PATHS
 
 
 def _index() -> MessageIndex:
@@ -36,6 +37,19 @@ def test_info_messages_are_noise_and_error_lines_become_weak_hits():
     assert [(h.line.no, h.category) for h in hits] == [(2, "kv-cache-exhausted")]
     assert hits[0].pattern.startswith("catalogue: fake fakeengine/srt/mem_cache/pool.py") and hits[0].specificity < 1
     assert index.attribute([err], named=(2,), symptoms=frozenset()) == []  # a signature already named it
+
+
+def test_a_warning_is_a_hit_only_where_an_entry_takes_warnings():
+    from servetriage.classifier import Line
+    text = "WARNING pool.py:12] Pool usage at 0.97, evicting 12 entries"
+    line = Line(no=3, text=text, body=text)
+    assert _index().warned([line], named=(), symptoms=frozenset()) == []  # placed by its file alone: chatter
+    index = MessageIndex(list(mine_tree(TREE, "fake", "1.0")), WARNED)
+    [hit] = index.warned([line], named=(), symptoms=frozenset())
+    assert hit.category == "kv-cache-exhausted" and hit.pattern.endswith("(a warning)") and hit.specificity < 0.55
+    assert index.warned([line], named=(3,), symptoms=frozenset()) == []
+    assert index.warned([line], named=(), symptoms=frozenset({"kv-cache-exhausted"})) == []
+    assert index.attribute([line], named=(), symptoms=frozenset()) == []  # not an error template
 
 
 def test_a_cpp_location_in_the_line_is_read_like_a_frame():
