@@ -2,13 +2,16 @@
 
 One RE2 alternation finds the lines that hold any signature in a single linear pass over the whole
 text (RE2 never backtracks, so a hostile line cannot stall it); only those lines are then tested
-signature by signature to learn which incidents they name.
+signature by signature to learn which incidents they name. The categories' own signatures (the
+spec's, `categories.yaml`) are rules too, naming a category and no incident: a line the spec says marks
+a category is that category's evidence even where no incident of the corpus knows it yet.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterable
 
 import re2
 
@@ -22,6 +25,7 @@ _OPTIONS.log_errors = False
 _OPTIONS.max_mem = 256 << 20
 MAX_HIT_LINES = 5000  # distinct lines examined per log; a log that repeats one error a million times is not news
 REPEATS_KEPT = 16     # occurrences of a repeated hit line reported after its first (the last one always among them)
+SPEC_FACTOR = 0.9     # a category's own signature: a little below an incident's of the same length (which says more)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,11 +36,19 @@ class _Rule:
     symptom: bool
     literal: str | None
     regex: re2._Regexp | None
+    specificity: float
 
     def matches(self, text: str) -> bool:
         if self.literal is not None:
             return self.literal in text
         return self.regex.search(text) is not None  # type: ignore[union-attr]
+
+
+def _named(rules: Iterable[_Rule]) -> list[_Rule]:
+    """The rules a line matched, less a category's own signature where an incident of it matched too."""
+    matched = list(rules)
+    by_incident = {r.category for r in matched if r.incident}
+    return [r for r in matched if r.incident or r.category not in by_incident]
 
 
 class Scanner:
@@ -50,11 +62,16 @@ class Scanner:
             for sig in inc.signatures:
                 if sig.regex:
                     compiled = re2.compile(sig.pattern, _OPTIONS)
-                    rules.append(_Rule(inc.id, inc.category, sig, symptom, None, compiled))
+                    rules.append(_Rule(inc.id, inc.category, sig, symptom, None, compiled, sig.specificity))
                     parts.append(f"(?:{sig.pattern})")
                 else:
-                    rules.append(_Rule(inc.id, inc.category, sig, symptom, sig.pattern, None))
+                    rules.append(_Rule(inc.id, inc.category, sig, symptom, sig.pattern, None, sig.specificity))
                     parts.append(re.escape(sig.pattern))
+        for category in corpus.categories.values():
+            for pattern in category.signatures:
+                sig = Signature(pattern)
+                rules.append(_Rule("", category.id, sig, category.symptom, pattern, None, sig.specificity * SPEC_FACTOR))
+                parts.append(re.escape(pattern))
         self._rules = tuple(rules)
         self._any = re2.compile("|".join(parts), _OPTIONS) if parts else None
 
@@ -85,7 +102,7 @@ class Scanner:
             if len(matched_by_line) >= MAX_HIT_LINES:
                 break
             raw = raw_bytes.decode("utf-8", "replace")
-            matched = [r for r in self._rules if r.matches(raw)]
+            matched = _named(r for r in self._rules if r.matches(raw))
             matched_by_line[raw_bytes] = matched
             if matched:
                 hits.extend(self._hits(raw, line_no, matched))
@@ -100,5 +117,4 @@ class Scanner:
     def _hits(raw: str, line_no: int, matched: list[_Rule]) -> list[Hit]:
         body, rank, stamp, level = parse_prefix(raw)
         line = Line(no=line_no, text=raw, body=body.strip(), rank=rank, timestamp=stamp, level=level)
-        return [Hit(r.incident, r.category, r.signature.pattern, r.signature.specificity, line, r.symptom)
-                for r in matched]
+        return [Hit(r.incident, r.category, r.signature.pattern, r.specificity, line, r.symptom) for r in matched]

@@ -49,3 +49,16 @@ def test_a_repeated_line_is_reported_a_bounded_number_of_times_first_and_last_am
     assert oom[0] == 2 and oom[-1] == 200_001 and len(oom) <= 1 + REPEATS_KEPT
     assert oom == sorted(oom)
     assert [(h.line.no, h.category) for h in hits if h.category != "gpu-oom"] == [(200_002, "worker-dead")]
+
+
+def test_a_categorys_own_signature_names_it_where_no_incident_does(mini_corpus):
+    from servetriage.classifier._rules import SPEC_FACTOR
+    from servetriage.corpus import Signature
+    assert "NVRM: Xid" in mini_corpus.categories["gpu-hardware"].signatures
+    assert not any(i.category == "gpu-hardware" for i in mini_corpus.incidents)
+    [hit] = Scanner(mini_corpus).scan("kernel: NVRM: Xid (PCI:0000:3b:00): 48, pid=4121, name=python3\n")
+    assert (hit.incident, hit.category) == ("", "gpu-hardware")
+    assert hit.specificity == Signature("NVRM: Xid").specificity * SPEC_FACTOR
+    # where an incident of the same category names the line, it alone is reported
+    text = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    assert [(h.incident, h.category) for h in Scanner(mini_corpus).scan(text)] == [("t-oom", "gpu-oom")]
