@@ -162,11 +162,13 @@ def message_index(corpus: Corpus, cache_dir: Path | None = None) -> MessageIndex
         return MessageIndex(templates, corpus.message_paths, by_word)
     except (OSError, zlib.error, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError):
         pass
-    index = MessageIndex(load_catalogue(), corpus.message_paths)
+    templates = load_catalogue()
+    by_word = _anchors(templates)
+    index = MessageIndex(templates, corpus.message_paths, by_word)
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_bytes(zlib.compress(pickle.dumps((index.templates, index._by_word), protocol=5), 1))
+        tmp.write_bytes(zlib.compress(pickle.dumps((templates, by_word), protocol=5), 1))
         os.replace(tmp, path)
         for old in cache_dir.glob(f"{CACHE_PREFIX}*.pickle.z"):
             if old != path:
