@@ -6,6 +6,9 @@ import json
 import shutil
 
 import numpy as np
+import pytest
+
+from servetriage._errors import ModelError
 
 from servetriage.classifier._embed import SentenceEmbedder, packaged_model_path
 
@@ -34,6 +37,8 @@ def test_numpy_vectors_agree_with_sentence_transformers():
     assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
     # batching and order do not change a vector (texts are sorted by length into batches)
     assert np.abs(served.encode(LINES[::-1])[::-1] - ours).max() < 1e-6
+    with pytest.raises(ModelError, match="trainable"):
+        served.model  # noqa: B018 - only a trainable embedder hands out the torch model to fine-tune
 
 
 def test_a_model_of_another_shape_runs_in_sentence_transformers(tmp_path):
