@@ -271,8 +271,11 @@ def _traceback(text: str, no: int, end: int, rank: str | None, block: int) -> li
             continue
         is_file = bool(_FILE_LINE.match(b))
         # Frames are indented, but pastes often lose the indent: a `File "…", line N, in f` line and
-        # the source line under it are frames either way.
-        indented = b[:1] in (" ", "\t") or b.lstrip().startswith(("^", "~")) or is_file or after_file
+        # the source line under it are frames either way, unless that line is an unindented exception
+        # (a frame with no source to show: an extension module, a file not on this machine).
+        own_indent = b[:1] in (" ", "\t")
+        source_line = after_file and (own_indent or not _EXC_LINE.match(b))
+        indented = own_indent or b.lstrip().startswith(("^", "~")) or is_file or source_line
         after_file = is_file
         if b.startswith(("During handling of the above exception", "The above exception was the direct cause")):
             unit.append(Line(no=cur, text=raw, body=b.strip(), rank=rank, timestamp=s, level=lv, block=block, frame=True))

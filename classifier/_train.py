@@ -107,7 +107,8 @@ def render_in_log(t: Template) -> str:
     if t.engine == "nccl":
         return f"gpu-node-1:4107:4190 [0] {base}:120 NCCL WARN {message}"
     if t.level == "error":
-        prefix = {"vllm": f"ERROR 11-30 10:00:00 [{base}:120] ", "sglang": "[2026-11-30 10:00:00 TP0] "}.get(t.engine, "")
+        prefix = {"vllm": f"ERROR 11-30 10:00:00 [{base}:120] ", "sglang": "[2026-11-30 10:00:00 TP0] ",
+                  "trtllm": "[11/30/2026-10:00:00] [TRT-LLM] [E] "}.get(t.engine, "")
         return prefix + message
     lines = ["Traceback (most recent call last):",
              f'  File "/opt/venv/lib/python3.12/site-packages/{t.file}", line 120, in {t.function}',

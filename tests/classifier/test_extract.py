@@ -83,3 +83,17 @@ def test_frames_without_indent_or_header_are_still_frames():
     lines = {l.no: l for l in extract(log).lines}
     assert lines[1].frame and lines[2].frame and lines[3].exception
     assert lines[6].frame and lines[7].frame and lines[8].exception and not lines[6].exception
+
+
+def test_an_exception_right_under_a_frame_with_no_source_line_is_the_exception():
+    log = ("Traceback (most recent call last):\n"
+           '  File "/opt/venv/lib/python3.12/site-packages/tensorrt_llm/_torch/distributed/communicator.py", line 120, in wait\n'
+           "RuntimeError: Asynchronous operation failed: 7\n"
+           "\n"
+           "Traceback (most recent call last):\n"
+           'File "/x/lark/lexer.py", line 598, in next_token\n'
+           "raise UnexpectedCharacters(text, pos)\n"
+           "lark.exceptions.UnexpectedCharacters: No terminal matches '1'\n")
+    lines = {l.no: l for l in extract(log).lines}
+    assert lines[2].frame and lines[3].exception and not lines[3].frame
+    assert lines[7].frame and not lines[7].exception and lines[8].exception  # a source line that lost its indent

@@ -114,3 +114,24 @@ def test_the_index_kept_in_the_cache_dir_answers_as_the_one_built(rules_engine, 
     blocked = tmp_path / "a-file"
     blocked.write_text("")
     assert len(message_index(corpus, blocked)) == len(built)  # an unwritable cache only costs time
+
+
+def test_tensorrt_llm_python_errors_pasted_alone_get_the_category_of_their_module(rules_engine):
+    """The PyTorch executor's and the LLM API's own raises, as a traceback names them."""
+    from servetriage.classifier._messages import ERROR_LEVELS
+    from servetriage.classifier._train import render_in_log
+    raised = [t for t in load_catalogue() if t.engine == "trtllm" and t.file.startswith("tensorrt_llm/")
+              and t.level in ERROR_LEVELS]
+    assert len(raised) >= 300
+    wrong, placed = [], 0
+    for t in raised:
+        paste = render_in_log(t)
+        found = rules_engine.messages.lookup(paste.splitlines()[-1], ERROR_LEVELS)  # the most literal match
+        expected = rules_engine.messages.place(found.file, found.template) if found else None
+        if expected is None or expected in rules_engine.symptom_roles or rules_engine.scanner.scan(paste):
+            continue  # unplaced, a symptom (never a cause), or a hand-written signature names it
+        placed += 1
+        d = rules_engine.diagnose_text(paste)
+        if (d.passes.rules and max(d.passes.rules, key=d.passes.rules.get)) != expected:
+            wrong.append((t.file, t.template, d.passes.rules))
+    assert placed >= 200 and wrong == []
