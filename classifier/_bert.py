@@ -78,6 +78,13 @@ def _read_json(path: Path) -> Any:
 
 def _check_shape(path: Path) -> tuple[dict[str, Any], bool]:
     """The model's config, and whether texts are lower-cased before tokenising; `Unsupported` else."""
+    try:
+        return _shape(path)
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:  # a malformed config file
+        raise Unsupported(f"{path.name}: {type(exc).__name__} in its configuration") from None
+
+
+def _shape(path: Path) -> tuple[dict[str, Any], bool]:
     modules = _read_json(path / "modules.json")
     kinds = tuple(m.get("type") for m in modules)
     if kinds not in (_MODULES, _MODULES[:2]):
@@ -109,6 +116,8 @@ class BertEncoder:
         self._heads = int(config["num_attention_heads"])
         self._eps = _F(config["layer_norm_eps"])
         weights = {k.removeprefix("bert."): v for k, v in load_file(str(path / "model.safetensors")).items()}
+        if any(w.dtype != _F for w in weights.values() if w.dtype.kind == "f"):
+            raise Unsupported("weights are not float32")  # sentence-transformers computes in their own dtype
         try:
             self._layers = [self._layer(weights, f"encoder.layer.{i}.") for i in range(int(config["num_hidden_layers"]))]
             self._words = weights["embeddings.word_embeddings.weight"]
@@ -118,7 +127,10 @@ class BertEncoder:
         except KeyError as exc:
             raise Unsupported(f"no weight {exc}") from None
         self.dim = int(self._words.shape[1])
-        self._tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+        try:
+            self._tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+        except Exception as exc:  # noqa: BLE001 - the Rust library raises a bare Exception for a bad file
+            raise Unsupported(f"tokenizer.json: {exc}") from None
         self._tokenizer.enable_truncation(max_length=max_tokens)
         self._tokenizer.no_padding()
 

@@ -55,3 +55,13 @@ def test_a_model_of_another_shape_runs_in_sentence_transformers(tmp_path):
     embedder = SentenceEmbedder(copy)
     assert embedder.backend == "sentence-transformers"  # the numpy pass reproduces mean pooling only
     assert embedder.encode(["CUDA out of memory"]).shape == (1, 384)
+
+
+def test_a_malformed_model_directory_is_unsupported_not_a_crash(tmp_path):
+    from servetriage.classifier._bert import BertEncoder, Unsupported
+    (tmp_path / "modules.json").write_text('[{"type": "sentence_transformers.models.Transformer"}, {}]')
+    with pytest.raises(Unsupported):
+        BertEncoder(tmp_path, 64)
+    (tmp_path / "modules.json").write_text("not json")
+    with pytest.raises(Unsupported):
+        BertEncoder(tmp_path, 64)
