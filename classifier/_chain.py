@@ -156,12 +156,14 @@ def find_chain(shape: LogShape, fault_lines: Iterable[Line], hits: Sequence[Hit]
 
 def chain_hits(chain: Chain, hits: Sequence[Hit], explains: Mapping[str, frozenset[str]] | None = None) -> list[Hit]:
     """The rule hits the diagnosis ranks: those on the chain's own fault lines. When the chain holds an
-    error or worse, a warning or info line keeps its say only when a serious line shares its category
-    or explains it (`explains`, precedence.yaml: a watchdog timeout explains the stall before it)."""
+    error or worse that a rule names, a warning or info line keeps its say only when a serious line
+    shares its category or explains it (`explains`, precedence.yaml: a watchdog timeout explains the
+    stall before it). Errors no rule names silence nothing: a `/health` 500 before an unplaced
+    `Exception in ASGI application` is still the evidence there is."""
     own = {f.line.no: f for f in chain.faults}
     kept = [h for h in hits if h.line.no in own]
     serious = {f.line.no for f in chain.faults if f.severity >= Severity.ERROR}
-    if not serious:
+    if not serious or not any(h.line.no in serious for h in kept):
         return kept
     related = {h.category for h in kept if h.line.no in serious}
     related |= {c for cat in tuple(related) for c in (explains or {}).get(cat, ())}

@@ -208,3 +208,13 @@ def test_when_the_paste_holds_only_a_symptom_the_answer_says_what_to_fetch(rules
     assert named.category == "distributed-comm" and named.missing.startswith("rank 3's log")
     oom = rules_engine.diagnose_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
     assert oom.category == "gpu-oom" and oom.missing is None  # the cause is in the paste
+
+
+def test_an_error_no_rule_names_does_not_silence_the_warning_a_rule_does(rules_engine):
+    probe = 'INFO:     10.0.0.7:51022 - "GET /health HTTP/1.1" 500 Internal Server Error\n'
+    d = rules_engine.diagnose_text(probe + "ERROR:    Exception in ASGI application\n")
+    assert d.passes.rules and max(d.passes.rules, key=d.passes.rules.get) == "health-check"
+    # an error a rule does name still outranks the warning before it
+    d = rules_engine.diagnose_text(probe + "ERROR 11-28 09:21:09 torch.OutOfMemoryError: CUDA out of memory. "
+                                           "Tried to allocate 4.00 GiB\n")
+    assert d.category == "gpu-oom" and max(d.passes.rules, key=d.passes.rules.get) == "gpu-oom"
