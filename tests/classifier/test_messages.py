@@ -135,3 +135,12 @@ def test_tensorrt_llm_python_errors_pasted_alone_get_the_category_of_their_modul
         if (d.passes.rules and max(d.passes.rules, key=d.passes.rules.get)) != expected:
             wrong.append((t.file, t.template, d.passes.rules))
     assert placed >= 200 and wrong == []
+
+
+def test_a_length_check_in_a_broad_cpp_directory_is_context_length_by_its_words(rules_engine):
+    located = "(/src/cpp/tensorrt_llm/batch_manager/trtGptModelInflightBatching.cpp:560)"
+    too_long = f"[TensorRT-LLM][ERROR] Assertion failed: Prompt length (9000) exceeds maximum input length (8192). {located}"
+    other = f"[TensorRT-LLM][ERROR] Assertion failed: numContextBlocks must be greater than 0 {located}"
+    assert rules_engine.diagnose_text(too_long).category == "context-length"
+    d = rules_engine.diagnose_text(other)
+    assert "context-length" not in (d.passes.rules or {})  # "Context" and "greater than" alone say nothing of length
