@@ -144,3 +144,6 @@ def test_a_length_check_in_a_broad_cpp_directory_is_context_length_by_its_words(
     assert rules_engine.diagnose_text(too_long).category == "context-length"
     d = rules_engine.diagnose_text(other)
     assert "context-length" not in (d.passes.rules or {})  # "Context" and "greater than" alone say nothing of length
+    engine_file = ("[TensorRT-LLM][ERROR] Assertion failed: Failed to deserialize cuda engine. "
+                   "(/src/cpp/tensorrt_llm/runtime/tllmRuntime.cpp:239)")
+    assert rules_engine.diagnose_text(engine_file).category == "model-load"  # not the runtime's config checks
