@@ -96,17 +96,7 @@ class MessageIndex:
 
     def warned(self, lines: Iterable[Line], named: Iterable[int], symptoms: frozenset[str]) -> list[Hit]:
         """A weak hit for each warning line no rule named whose template an entry taking warnings places."""
-        taken = set(named)
-        hits: list[Hit] = []
-        for line in lines:
-            if line.no in taken or line.frame:
-                continue
-            t = self.lookup(line.body, WARNING_LEVELS)
-            category = self.place(t.file, t.template, warning=True) if t is not None else None
-            if t is not None and category is not None and category not in symptoms:
-                hits.append(Hit(incident="", category=category, specificity=WARNING_SPECIFICITY, line=line,
-                                pattern=f"catalogue: {t.engine} {t.file} in {t.function} (a warning)", symptom=False))
-        return hits
+        return self._hits(lines, named, symptoms, self._placed_warning, WARNING_SPECIFICITY)
 
     def is_noise(self, line: Line) -> bool:
         """An info message of an engine (start-up, progress, routes): healthy output, never evidence."""
@@ -116,21 +106,36 @@ class MessageIndex:
         """A weak hit for each error line no rule named: its C++ location, else its catalogue template.
         A place in a symptom category (`symptoms`: a dead worker, a failed health check) is no hit: the
         corpus's own signatures know the symptoms, and a weak one would only hide the cause before it."""
+        return self._hits(lines, named, symptoms, self._placed_error, SPECIFICITY)
+
+    def _placed_error(self, line: Line) -> tuple[str | None, str]:
+        loc = _CPP_LOCATION.search(line.body)
+        if loc is not None:
+            category = self.place(loc.group(1), line.body)
+            if category is not None:
+                return category, f"location: {loc.group(1)}:{loc.group(2)}"
+        t = self.lookup(line.body, ERROR_LEVELS)
+        if t is None:
+            return None, ""
+        return self.place(t.file, t.template), f"catalogue: {t.engine} {t.file} in {t.function}"
+
+    def _placed_warning(self, line: Line) -> tuple[str | None, str]:
+        t = self.lookup(line.body, WARNING_LEVELS)
+        if t is None:
+            return None, ""
+        return self.place(t.file, t.template, warning=True), f"catalogue: {t.engine} {t.file} in {t.function} (a warning)"
+
+    @staticmethod
+    def _hits(lines: Iterable[Line], named: Iterable[int], symptoms: frozenset[str],
+              placed: Callable[[Line], tuple[str | None, str]], specificity: float) -> list[Hit]:
         taken = set(named)
         hits: list[Hit] = []
         for line in lines:
             if line.no in taken or line.frame:
                 continue
-            category, where = None, ""
-            loc = _CPP_LOCATION.search(line.body)
-            if loc is not None:
-                category, where = self.place(loc.group(1), line.body), f"location: {loc.group(1)}:{loc.group(2)}"
-            if category is None:
-                t = self.lookup(line.body, ERROR_LEVELS)
-                if t is not None:
-                    category, where = self.place(t.file, t.template), f"catalogue: {t.engine} {t.file} in {t.function}"
+            category, where = placed(line)
             if category is not None and category not in symptoms:  # where a symptom is printed names no cause
-                hits.append(Hit(incident="", category=category, pattern=where, specificity=SPECIFICITY, line=line,
+                hits.append(Hit(incident="", category=category, pattern=where, specificity=specificity, line=line,
                                 symptom=False))
         return hits
 
