@@ -55,6 +55,7 @@ class MessageIndex:
         self._words = tuple(re2.compile(p.words, _OPTIONS) if p.words else None for p in self._paths)
         self._by_word = by_word if by_word is not None else _anchors(self._templates)
         self._compiled: dict[int, re2._Regexp] = {}
+        self._by_tail = _tails(self._templates)
 
     def __len__(self) -> int:
         return len(self._templates)
@@ -111,13 +112,20 @@ class MessageIndex:
     def _placed_error(self, line: Line) -> tuple[str | None, str]:
         loc = _CPP_LOCATION.search(line.body)
         if loc is not None:
-            category = self.place(loc.group(1), line.body)
+            category = self.place(loc.group(1), line.body) or self._place_by_tail(loc.group(1), line.body)
             if category is not None:
                 return category, f"location: {loc.group(1)}:{loc.group(2)}"
         t = self.lookup(line.body, ERROR_LEVELS)
         if t is None:
             return None, ""
         return self.place(t.file, t.template), f"catalogue: {t.engine} {t.file} in {t.function}"
+
+    def _place_by_tail(self, path: str, message: str) -> str | None:
+        """A location printed from a build machine's own path (`/workspace/cpp/matcher.cc`) is the
+        catalogue's file with the same last two path parts, when every such file has one category."""
+        files = self._by_tail.get(_tail(path), ())
+        places = {self.place(f, message) for f in files}
+        return places.pop() if len(places) == 1 else None
 
     def _placed_warning(self, line: Line) -> tuple[str | None, str]:
         t = self.lookup(line.body, WARNING_LEVELS)
@@ -138,6 +146,19 @@ class MessageIndex:
                 hits.append(Hit(incident="", category=category, pattern=where, specificity=specificity, line=line,
                                 symptom=False))
         return hits
+
+
+def _tail(path: str) -> str:
+    return "/".join(path.rsplit("/", 2)[-2:])
+
+
+def _tails(templates: Sequence[Template]) -> dict[str, tuple[str, ...]]:
+    """The catalogue's C++ files by their last two path parts (`cpp/matcher.cc`)."""
+    out: dict[str, set[str]] = {}
+    for t in templates:
+        if _CPP_LOCATION.fullmatch(t.file + ":0"):
+            out.setdefault(_tail(t.file), set()).add(t.file)
+    return {k: tuple(sorted(v)) for k, v in out.items()}
 
 
 def _anchors(templates: Sequence[Template]) -> dict[str, list[int]]:

@@ -43,8 +43,14 @@ def read_log(text: str, scanner: Scanner, corpus: Corpus, patterns: LifecyclePat
     hits = [h for h in scanner.scan(text, shape.data) if not shape.is_printout(h.line)]
     levels = {l.no: severity(l, patterns) for l in whole.lines if not l.frame}  # each line read once
     if messages is not None:
-        errors = [l for l in whole.lines if not l.frame and levels[l.no] >= Severity.ERROR]
-        hits += messages.attribute(errors, {h.line.no for h in hits}, symptom_roles)
+        # An unprefixed line an error template names is an error: a C++ library's exception text
+        # printed raw (`/workspace/cpp/matcher.cc:296: Token id 0 … cannot be accepted`) has no level.
+        errors = [l for l in whole.lines if not l.frame and (levels[l.no] >= Severity.ERROR or (
+            l.level is None and levels[l.no] == Severity.WARNING))]
+        placed = messages.attribute(errors, {h.line.no for h in hits}, symptom_roles)
+        for h in placed:
+            levels[h.line.no] = max(levels[h.line.no], Severity.ERROR)
+        hits += placed
         warnings = [l for l in whole.lines if not l.frame and levels[l.no] == Severity.WARNING]
         hits += messages.warned(warnings, {h.line.no for h in hits}, symptom_roles)
     hits += attribute(whole, corpus.code_paths, {h.line.no for h in hits}, symptom_roles)

@@ -4,7 +4,9 @@ An engine only prints what its source contains. The miner reads a source tree an
 template with where it comes from: Python `raise X(...)`, `logger.error/warning/exception/critical/
 info/debug(...)`, `warnings.warn(...)` and `assert cond, "..."` (read with `ast`, so f-strings,
 `%`-formats and `.format()` are understood), and C++ `TLLM_CHECK_WITH_INFO`, `TLLM_THROW`,
-`TLLM_LOG_*`, `TORCH_CHECK`, `C10_CUDA_CHECK`-style checks and NCCL's `WARN(...)`/`INFO(...)`.
+`TLLM_LOG_*`, `TORCH_CHECK`, `C10_CUDA_CHECK`-style checks and NCCL's `WARN(...)`/`INFO(...)`, and
+stream macros (`XGRAMMAR_CHECK(cond) << "…"`, `LOG(FATAL) << …`): the head the macro prints, then the
+literals streamed after it, any other operand a placeholder.
 Placeholders become bounded wildcards; the literal text around them is escaped, so every regex is RE2
 (no backtracking) and matches the template it came from when its placeholders are rendered.
 """
@@ -28,15 +30,27 @@ CPP_MACROS = {  # macro -> (level, index of the first message argument)
     "TLLM_LOG_WARNING": ("warning", 0), "TLLM_LOG_INFO": ("info", 0), "TLLM_LOG_DEBUG": ("debug", 0),
     "TLLM_LOG_EXCEPTION": ("error", 1), "TORCH_CHECK": ("check", 1), "TORCH_CHECK_WITH": ("check", 2),
     "TORCH_WARN": ("warning", 0), "TORCH_WARN_ONCE": ("warning", 0), "C10_THROW_ERROR": ("raise", 1),
-    "LOG(ERROR) <<": ("error", 0), "LOG(WARNING) <<": ("warning", 0), "WARN": ("warning", 0), "INFO": ("info", 1),
+    "WARN": ("warning", 0), "INFO": ("info", 1),
     "TORCH_INTERNAL_ASSERT": ("check", 1),
     "TLLM_CHECK": ("check", -1),  # no message: TensorRT-LLM prints the condition, "Assertion failed: <cond>"
+}
+# Stream macros print a fixed head, then what is streamed after them (`<< "text" << value`): the macro
+# -> (level, the head; `{cond}` is the checked condition as the preprocessor spells it, `#x`).
+CPP_STREAMS = {
+    "XGRAMMAR_CHECK": ("check", "Check failed: ({cond}) is false: "),
+    "XGRAMMAR_ICHECK": ("check", "Internal check failed: ({cond}) is false: "),
+    "XGRAMMAR_LOG(FATAL)": ("error", ""), "XGRAMMAR_LOG_FATAL": ("error", ""),
+    "XGRAMMAR_LOG(WARNING)": ("warning", ""), "XGRAMMAR_LOG_WARNING": ("warning", ""),
+    "XGRAMMAR_LOG(INFO)": ("info", ""), "XGRAMMAR_LOG_INFO": ("info", ""),
+    "LOG(FATAL)": ("error", ""), "LOG(ERROR)": ("error", ""), "LOG(WARNING)": ("warning", ""), "LOG(INFO)": ("info", ""),
 }
 PLACEHOLDER = "{}"
 KEPT_LEVELS = frozenset({"error", "warning", "info", "raise", "assert", "check"})  # debug never reaches a paste
 
 _CPP_CALL = re.compile(r"\b(" + "|".join(re.escape(m) for m in sorted(
-    (m for m in CPP_MACROS if not m.endswith("<<")), key=len, reverse=True)) + r")\s*\(")
+    CPP_MACROS, key=len, reverse=True)) + r")\s*\(")
+_CPP_STREAM = re.compile(r"(?<![\w.])(" + "|".join(re.escape(m).replace(r"\(", r"\(\s*").replace(r"\)", r"\s*\)")
+                                                for m in sorted(CPP_STREAMS, key=len, reverse=True)) + r")(?!\w)")
 _CPP_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 _CPP_FORMAT = re.compile(r"%[-+ #0]*\d*(?:\.\d+)?(?:hh|h|ll|l|z|j|t|L)?[diouxXeEfgGcspaA]|%%|\{\}")
 _PY_PERCENT = re.compile(r"%(?:\([^)]*\))?[-+ #0]*\d*(?:\.\d+)?[diouxXeEfgGcrsa%]")
@@ -191,12 +205,14 @@ _CPP_FUNC = re.compile(r"^[\w:<>,\s*&~]+?\b([A-Za-z_]\w*(?:::~?\w+)*)\s*\([^;{}]
                        re.M)
 
 
+_PREPROCESSOR = re.compile(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", re.M)  # a directive, with its continued lines
 _CPP_KEYWORDS = frozenset({"if", "for", "while", "switch", "catch", "return", "sizeof", "defined", "else"})
 
 
 def mine_cpp(source: str) -> list[tuple[str, str, str, list[str | None]]]:
     found: list[tuple[str, str, str, list[str | None]]] = []
-    funcs = [(m.start(), m.group(1)) for m in _CPP_FUNC.finditer(source) if m.group(1) not in _CPP_KEYWORDS]
+    code = _PREPROCESSOR.sub(lambda d: re.sub(r"[^\n]", " ", d.group(0)), source)  # offsets kept
+    funcs = [(m.start(), m.group(1)) for m in _CPP_FUNC.finditer(code) if m.group(1) not in _CPP_KEYWORDS]
     for m in _CPP_CALL.finditer(source):
         macro = m.group(1)
         level, first = CPP_MACROS[macro]
@@ -210,7 +226,100 @@ def mine_cpp(source: str) -> list[tuple[str, str, str, list[str | None]]]:
         func = next((name for pos, name in reversed(funcs) if pos < m.start()), "<file>")
         exception = "TllmException" if macro.startswith("TLLM_") and level in ("check", "raise") else ""
         found.append((func, level, exception, parts))
+    for m in _CPP_STREAM.finditer(code):  # (not inside a directive: the macro's own definition)
+        level, head = CPP_STREAMS[re.sub(r"\s+", "", m.group(1))]
+        pos = m.end()
+        if "{cond}" in head:
+            args = _call_args(source, pos + 1) if source[pos:pos + 1] == "(" else None
+            if args is None or len(args) != 1:
+                continue
+            head = head.replace("{cond}", " ".join(args[0].split()))
+            pos = source.find(")", pos + len(args[0]))  # the condition's closing parenthesis
+            pos = pos + 1 if pos >= 0 else m.end()
+        streamed = _streamed(source, pos)
+        if streamed is None:
+            continue
+        func = next((name for p, name in reversed(funcs) if p < m.start()), "<file>")
+        found.append((func, level, "", [head, *streamed] if head else streamed))
     return found
+
+
+def _streamed(source: str, pos: int, limit: int = 4000) -> list[str | None] | None:
+    """What a statement streams from `pos` (`<< "text" << value …;`): string literals as text, any other
+    operand as a placeholder. None when no `<<` follows (the macro is not used as a stream here)."""
+    rest = source[pos:pos + limit]
+    semicolon = _statement_end(rest)
+    if semicolon is None:
+        return None
+    statement = rest[:semicolon].strip()
+    if statement and not statement.startswith("<<"):
+        return None
+    parts: list[str | None] = []
+    for operand in _top_level_split(statement[2:] if statement else "", "<<"):
+        operand = operand.strip()
+        strings = _CPP_STRING.findall(operand)
+        if strings and _CPP_STRING.sub("", operand).strip() == "":
+            parts.append("".join(_unescape(x) for x in strings))
+        elif operand:
+            parts.append(None)
+    return parts
+
+
+def _statement_end(text: str) -> int | None:
+    """The offset of the `;` that ends the statement starting `text` (strings and brackets skipped)."""
+    depth, i, in_str = 0, 0, False
+    while i < len(text):
+        ch = text[i]
+        if in_str:
+            if ch == "\\":
+                i += 1
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif ch == ";" and depth == 0:
+            return i
+        i += 1
+    return None
+
+
+def _top_level_split(text: str, sep: str) -> list[str]:
+    """`text` cut at each `sep` outside strings and brackets."""
+    out, cur, depth, i, in_str = [], [], 0, 0, False
+    while i < len(text):
+        ch = text[i]
+        if in_str:
+            cur.append(ch)
+            if ch == "\\" and i + 1 < len(text):
+                cur.append(text[i + 1])
+                i += 1
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+            cur.append(ch)
+        elif ch in "([{":
+            depth += 1
+            cur.append(ch)
+        elif ch in ")]}":
+            depth -= 1
+            cur.append(ch)
+        elif depth == 0 and text.startswith(sep, i):
+            out.append("".join(cur))
+            cur = []
+            i += len(sep)
+            continue
+        else:
+            cur.append(ch)
+        i += 1
+    out.append("".join(cur))
+    return out
 
 
 def _call_args(source: str, pos: int, limit: int = 4000) -> list[str] | None:

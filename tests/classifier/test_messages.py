@@ -147,3 +147,22 @@ def test_a_length_check_in_a_broad_cpp_directory_is_context_length_by_its_words(
     engine_file = ("[TensorRT-LLM][ERROR] Assertion failed: Failed to deserialize cuda engine. "
                    "(/src/cpp/tensorrt_llm/runtime/tllmRuntime.cpp:239)")
     assert rules_engine.diagnose_text(engine_file).category == "model-load"  # not the runtime's config checks
+
+
+def test_a_location_from_a_build_machine_is_the_catalogue_file_of_the_same_name():
+    from servetriage.classifier import Line
+    index = MessageIndex(list(mine_tree(TREE, "fake", "1.0")), (MessagePath("structured-output", ("cpp/grammar/",)),))
+    text = "[09:14:02] /build/workspace/grammar/matchCheck.cc:41: the grammar cannot go on from here"
+    [hit] = index.attribute([Line(no=1, text=text, body=text)], named=(), symptoms=frozenset())
+    assert hit.category == "structured-output" and hit.pattern == "location: /build/workspace/grammar/matchCheck.cc:41"
+    other = text.replace("grammar/matchCheck.cc", "grammar/otherFile.cc")
+    assert index.attribute([Line(no=1, text=other, body=other)], named=(), symptoms=frozenset()) == []
+
+
+def test_a_grammar_library_error_printed_raw_at_the_end_of_a_whole_log_is_found(rules_engine):
+    from wholelogs import join, vllm_startup, vllm_traffic
+    raw = ("/workspace/cpp/grammar_matcher.cc:388: Check failed: (!IsTerminated()) is false: "
+           "GrammarMatcher has terminated after accepting the stop token, but is trying to accept another token")
+    d = rules_engine.diagnose_text(join(vllm_startup(), vllm_traffic(30), [raw]))
+    assert d.category == "structured-output" and d.initiating is not None and d.initiating.text == raw
+    assert rules_engine.diagnose_text(join(vllm_startup(), vllm_traffic(30))).is_unknown

@@ -42,6 +42,20 @@ def test_cpp_checks_and_logs_become_templates():
         "[TensorRT-LLM][ERROR] Assertion failed: mpiSize >= tp && pipelineStages(pp) > 0 (worldCheck.cpp:7)")
 
 
+def test_cpp_stream_macros_print_their_head_then_what_is_streamed():
+    found = _by_template()
+    check = found["Check failed: (row >= 0 && row < rows) is false: Mask row {} lies outside the batch of {} rows"]
+    assert (check.level, check.file, check.function) == ("check", "cpp/grammar/matchCheck.cc", "Matcher::FillMask")
+    assert found["Check failed: (mask_.ndim == 2) is false:"].level == "check"  # no text streamed: the condition
+    assert found["Filling a mask for a finished matcher"].level == "warning"
+    assert found["Stop token {} was never declared"].level == "error"
+    assert found["mask filled for row {}"].level == "info"
+    assert not any("#x" in t for t in found)  # the macro's own definition is no message
+    assert re2.compile(check.regex).search(
+        "[10:00:01] /src/cpp/grammar/matchCheck.cc:6: Check failed: (row >= 0 && row < rows) is false: "
+        "Mask row 9 lies outside the batch of 4 rows")
+
+
 def test_every_regex_is_re2_and_matches_real_renderings():
     found = _by_template()
     assert check_catalogue(tuple(found.values())) == []
