@@ -2,7 +2,7 @@
 
 A pasted log mixes ranks, processes and noise. This module reads each line's engine prefix (SGLang
 `[time DPn TPn]`, vLLM `(EngineCore_0 pid=…)` and `LEVEL mm-dd hh:mm:ss [file:n]`, torchrun
-`[rankN]:`, TensorRT-LLM `[TRT-LLM][ERROR]`) so that the earliest fault and its rank can be named,
+`[rankN]:`, TensorRT-LLM `[TRT-LLM][ERROR]` and TensorRT's own `[TRT] [E]`) so that the earliest fault and its rank can be named,
 and keeps a traceback together with its final exception line, per rank.
 """
 
@@ -52,7 +52,7 @@ _VLLM_PROC = re.compile(r"^\(([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*)(?: rank=(\
 _LEVEL = re.compile(r"^(INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\s+(\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)?\s+"
                     r"(?:\[[\w./-]+(?::\d+)?\]|[\w./-]+:\d+\])\s?")
 _TORCHRUN = re.compile(r"^\[(?:rank|default)(\d+)\]:\s?")
-_TRT = re.compile(r"^(?:\[(\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d)\]\s*)?\[(?:TRT-LLM|TensorRT-LLM)\]\s*(?:\[RANK (\d+)\]\s*)?"
+_TRT = re.compile(r"^(?:\[(\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d)\]\s*)?\[(?:TRT-LLM|TensorRT-LLM|TRT)\]\s*(?:\[RANK (\d+)\]\s*)?"
                   r"\[?(ERROR|E|W|WARNING|I|INFO|F|FATAL)\]\s*")
 _ISO = re.compile(r"^(?:[-|] )?(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?:Z|[+-]\d\d:?\d\d)? ?(?:- )?"
                   r"(?:(?:\[?(INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\]?)(?: - |:? ))?")

@@ -36,6 +36,8 @@ def test_prefixes_give_rank_timestamp_and_level():
     body, _, _, level = parse_prefix("[TensorRT-LLM][ERROR] Assertion failed: x")
     assert (body, level) == ("Assertion failed: x", "ERROR")
     assert parse_prefix("[TensorRT-LLM][RANK 3][ERROR] boom")[:2] == ("boom", "rank 3")
+    assert parse_prefix("[12/01/2026-09:30:02] [TRT] [E] 1: Error Code 1: Serialization") == (  # TensorRT's own
+        "1: Error Code 1: Serialization", None, "12-01 09:30:02", "ERROR")
     body, rank, _, _ = parse_prefix("[rank3]: RuntimeError: y")
     assert (body, rank) == ("RuntimeError: y", "rank 3")
     _, rank, _, _ = parse_prefix("[PG ID 2 PG GUID 3 Rank 1] Process group watchdog thread terminated")
