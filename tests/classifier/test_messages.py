@@ -166,3 +166,16 @@ def test_a_grammar_library_error_printed_raw_at_the_end_of_a_whole_log_is_found(
     d = rules_engine.diagnose_text(join(vllm_startup(), vllm_traffic(30), [raw]))
     assert d.category == "structured-output" and d.initiating is not None and d.initiating.text == raw
     assert rules_engine.diagnose_text(join(vllm_startup(), vllm_traffic(30))).is_unknown
+
+
+def test_the_libraries_the_engines_load_through_are_known_by_their_place(rules_engine):
+    """transformers and the hub (model-load), flashinfer's architecture checks (unsupported-hardware)."""
+    cases = {
+        "OSError: Cannot find the requested files in the disk cache and outgoing traffic has been disabled. "
+        "To enable hf.co look-ups and downloads online, set 'local_files_only' to False.": "model-load",
+        "RuntimeError: FP4 data type is not supported on SM < 90": "unsupported-hardware",
+    }
+    for line, category in cases.items():
+        d = rules_engine.diagnose_text(line)
+        assert d.category == category, line
+        assert any(p.startswith("catalogue: ") for p in _patterns(rules_engine, d)), line
