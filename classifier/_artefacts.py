@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from servetriage._atomic import replace_file
 from servetriage._errors import ModelError
 
 FORMAT = 10  # 2: incident centroids, fitted threshold, exception lines; 3: seeded classifier;
@@ -62,9 +63,7 @@ class FilePointer:
 
     def write(self, version: str) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / f".ACTIVE.{os.getpid()}"
-        tmp.write_text(version)
-        os.replace(tmp, self.root / "ACTIVE")
+        replace_file(self.root / "ACTIVE", version)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,9 +165,7 @@ class ArtefactStore:
         except (OSError, ValueError, TypeError):
             current = ModelStatus()
         status = dataclasses.replace(current, **changes)
-        tmp = self.path(version) / f".status.{os.getpid()}.json"
-        tmp.write_text(json.dumps(dataclasses.asdict(status), indent=2))
-        os.replace(tmp, self.path(version) / "status.json")
+        replace_file(self.path(version) / "status.json", json.dumps(dataclasses.asdict(status), indent=2))
         return status
 
     def loadable(self, version: str) -> bool:

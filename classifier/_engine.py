@@ -12,7 +12,6 @@ import functools
 import re
 import threading
 import time
-from pathlib import Path
 from typing import Protocol
 
 from servetriage._settings import Settings
@@ -28,7 +27,8 @@ from ._features import document, first_fault_line, has_fault
 from ._fuse import Calibrator, Fusion, PassScores, fuse
 from ._ingest import LogText, from_text
 from ._metrics import MetricsVerdict
-from ._messages import MessageIndex, message_index
+from ._messages import MessageIndex
+from ._parts import CorpusParts, corpus_parts
 from ._precedence import Ordering
 from ._reading import Reading, read_log
 from ._redact import redact
@@ -52,34 +52,6 @@ class Steer(Protocol):
     any extra per-pass scores to report with it."""
 
     def __call__(self, log: LogText, ex: Extract, fusion: Fusion) -> tuple[Fusion, dict[str, PassScores]]: ...
-
-
-@dataclasses.dataclass(frozen=True)
-class CorpusParts:
-    """What is built from a corpus alone (the rules' scanner, the lifecycle patterns, the catalogue's
-    index): shared by every engine over the same corpus in a process, so a candidate model's engine
-    (the promotion gate builds one per retrain) costs nothing to build."""
-
-    scanner: Scanner
-    lifecycle: LifecyclePatterns
-    messages: MessageIndex
-
-
-_PARTS: list[tuple[Corpus, CorpusParts]] = []   # by the corpus object itself (identity, held here)
-_PARTS_LOCK = threading.Lock()
-PARTS_KEPT = 2   # corpora whose parts stay built (the current one and the one it replaced)
-
-
-def corpus_parts(corpus: Corpus, cache_dir: Path | None = None) -> CorpusParts:
-    """The parts of `corpus` (built once per process; the catalogue's index kept in `cache_dir`)."""
-    with _PARTS_LOCK:
-        for known, parts in _PARTS:
-            if known is corpus:
-                return parts
-        parts = CorpusParts(Scanner(corpus), LifecyclePatterns(corpus.lifecycle), message_index(corpus, cache_dir))
-        _PARTS.append((corpus, parts))
-        del _PARTS[:-PARTS_KEPT]
-        return parts
 
 
 class Engine:

@@ -2,7 +2,8 @@
 
 A pasted log mixes ranks, processes and noise. This module reads each line's engine prefix (SGLang
 `[time DPn TPn]`, vLLM `(EngineCore_0 pid=…)` and `LEVEL mm-dd hh:mm:ss [file:n]`, torchrun
-`[rankN]:`, TensorRT-LLM `[TRT-LLM][ERROR]` and TensorRT's own `[TRT] [E]`) so that the earliest fault and its rank can be named,
+`[rankN]:`, TensorRT-LLM `[TRT-LLM][ERROR]` and TensorRT's own `[TRT] [E]`, glog as PyTorch's c10 and
+Ray print it) so that the earliest fault and its rank can be named,
 and keeps a traceback together with its final exception line, per rank.
 """
 
@@ -56,6 +57,12 @@ _TRT = re.compile(r"^(?:\[(\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d)\]\s*)?\[(?:TRT-LLM|Te
                   r"\[?(ERROR|E|W|WARNING|I|INFO|F|FATAL)\]\s*")
 _ISO = re.compile(r"^(?:[-|] )?(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?:Z|[+-]\d\d:?\d\d)? ?(?:- )?"
                   r"(?:(?:\[?(INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\]?)(?: - |:? ))?")
+# glog, as PyTorch's c10 logs (`[E1130 10:00:00.123456 1234 ProcessGroupNCCL.cpp:616] `, bracketed since
+# torch 2.3) and Ray's own log records (`[2026-11-30 10:00:00,903 E 9041 9041] `).
+# The source location stays in the body: the file a C++ library logs from is itself a cue.
+_GLOG = re.compile(r"^\[?([IWEF])(\d\d)(\d\d) (\d\d:\d\d:\d\d(?:\.\d+)?)\s+(?:\d+\s+)?(?=[\w.+-]+:\d+\])")
+_RAY = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?) ([IWEFD]) \d+ \d+\]\s?")
+_LETTER_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL", "D": "DEBUG"}
 _BODY_RANK = re.compile(r"\b(?:[Rr]ank|RANK)[ =:]?(\d+)\b|\bTP_?(\d+)\b")
 _EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|error)\b(?::|$)"
                        r"|^[a-z_][\w.]*\.[A-Z]\w*(?::|$)")
@@ -118,6 +125,18 @@ def parse_prefix(raw: str) -> tuple[str, str | None, str | None, str | None]:
             if m.group(1):
                 mo, d, rest = m.group(1)[0:2], m.group(1)[3:5], m.group(1)[11:]
                 stamp = stamp or f"{mo}-{d} {rest}"
+            body = body[m.end():]
+            continue
+        m = _GLOG.match(body)
+        if m:
+            level = level or _LETTER_LEVELS[m.group(1)]
+            stamp = stamp or f"{m.group(2)}-{m.group(3)} {m.group(4)}"
+            body = body[m.end():]
+            continue
+        m = _RAY.match(body)
+        if m:
+            stamp = stamp or _stamp(m.group(1))
+            level = level or _LETTER_LEVELS[m.group(2)]
             body = body[m.end():]
             continue
         m = _ISO.match(body)

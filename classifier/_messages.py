@@ -17,7 +17,6 @@ in its cache directory (keyed by the catalogue's digest) and reads it back in a 
 from __future__ import annotations
 
 import collections
-import os
 import pickle
 import re
 import zlib
@@ -26,6 +25,7 @@ from pathlib import Path
 
 import re2
 
+from servetriage._atomic import replace_file
 from servetriage.corpus import Corpus, MessagePath, Template, catalogue_digest, load_catalogue
 
 from ._types import Hit, Line
@@ -193,9 +193,7 @@ def message_index(corpus: Corpus, cache_dir: Path | None = None) -> MessageIndex
     index = MessageIndex(templates, corpus.message_paths, by_word)
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_bytes(zlib.compress(pickle.dumps((templates, by_word), protocol=5), 1))
-        os.replace(tmp, path)
+        replace_file(path, zlib.compress(pickle.dumps((templates, by_word), protocol=5), 1))
         for old in cache_dir.glob(f"{CACHE_PREFIX}*.pickle.z"):
             if old != path:
                 old.unlink(missing_ok=True)

@@ -29,12 +29,12 @@ from ._embed import Embedder, normalize_line
 from ._extract import Extract, extract
 from ._features import QUERY_LINES, document, has_fault, query_lines
 from ._fuse import UNKNOWN, Calibrator, PassScores, candidates, features, fuse
-from ._messages import ERROR_LEVELS, MessageIndex, message_index
+from ._messages import ERROR_LEVELS, MessageIndex
+from ._parts import corpus_parts
 from ._precedence import Ordering
 from ._reading import read_log
 from ._retrieval import Entry, Index, stop_lines
 from ._rules import Scanner
-from ._shape import LifecyclePatterns
 from ._textclf import TextClassifier
 
 FOLDS = 4
@@ -257,9 +257,8 @@ def _cross_validate(corpus: Corpus, prep: list[_Prepared], full_index: Index, qv
     symptom_roles = frozenset(c for c, cat in corpus.categories.items() if cat.symptom)
     if n_folds < 2:
         return rows, labels, cv_preds, known_preds
-    known = Scanner(corpus)
-    lifecycle = LifecyclePatterns(corpus.lifecycle)
-    messages = message_index(corpus)
+    parts = corpus_parts(corpus)  # the engine's own, when one is serving this corpus
+    known, lifecycle, messages = parts.scanner, parts.lifecycle, parts.messages
     entry_incident = [e.incident for e in full_index.entries]
     for train_idx, test_idx in GroupKFold(n_splits=n_folds).split(prep, groups=groups):
         held = {groups[i] for i in test_idx}
@@ -356,7 +355,7 @@ def base_examples(corpus: Corpus) -> list[TrainingExample]:
         cached = _BASE.get(corpus.fingerprint)
         if cached is None:
             symptom_roles = frozenset(c for c, cat in corpus.categories.items() if cat.symptom)
-            cached = corpus_examples(corpus) + catalogue_examples(message_index(corpus), symptom_roles)
+            cached = corpus_examples(corpus) + catalogue_examples(corpus_parts(corpus).messages, symptom_roles)
             _BASE.clear()
             _BASE[corpus.fingerprint] = cached
         return list(cached)

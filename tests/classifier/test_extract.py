@@ -38,6 +38,13 @@ def test_prefixes_give_rank_timestamp_and_level():
     assert parse_prefix("[TensorRT-LLM][RANK 3][ERROR] boom")[:2] == ("boom", "rank 3")
     assert parse_prefix("[12/01/2026-09:30:02] [TRT] [E] 1: Error Code 1: Serialization") == (  # TensorRT's own
         "1: Error Code 1: Serialization", None, "12-01 09:30:02", "ERROR")
+    # glog, as PyTorch's c10 and C++ transfer engines log: the level and time are read, the location kept
+    assert parse_prefix("[rank2]:[E1201 09:30:02.517 88 ProcessGroupNCCL.cpp:632] [Rank 2] collective timed out") == (
+        "ProcessGroupNCCL.cpp:632] [Rank 2] collective timed out", "rank 2", "12-01 09:30:02.517", "ERROR")
+    assert parse_prefix("W1201 09:30:03.001 4411 transfer_engine.cpp:88] segment not found")[2:] == (
+        "12-01 09:30:03.001", "WARNING")
+    assert parse_prefix("[2026-12-01 09:30:04,250 E 5120 5120] (raylet) node_manager.cc:301: workers killed") == (
+        "(raylet) node_manager.cc:301: workers killed", None, "12-01 09:30:04.250", "ERROR")
     body, rank, _, _ = parse_prefix("[rank3]: RuntimeError: y")
     assert (body, rank) == ("RuntimeError: y", "rank 3")
     _, rank, _, _ = parse_prefix("[PG ID 2 PG GUID 3 Rank 1] Process group watchdog thread terminated")
