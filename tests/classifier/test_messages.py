@@ -179,3 +179,14 @@ def test_the_libraries_the_engines_load_through_are_known_by_their_place(rules_e
         d = rules_engine.diagnose_text(line)
         assert d.category == category, line
         assert any(p.startswith("catalogue: ") for p in _patterns(rules_engine, d)), line
+
+
+def test_a_place_takes_a_message_only_with_the_words_that_say_so(rules_engine):
+    """Reviewed placements: a directory's entry with `words` takes only its own kind of message."""
+    place = rules_engine.messages.place
+    assert place("tensorrt_llm/commands/serve.py", "Failed to bind socket to {}:{}: {}") == "port-in-use"
+    assert place("torch/cuda/_utils.py", "cuda.bindings is not available") != "port-in-use"
+    assert place("torch/cuda/__init__.py", "Torch not compiled with CUDA enabled") == "cuda-runtime-mismatch"
+    assert place("torch/cuda/__init__.py", "Cannot re-initialize CUDA in forked subprocess.") != "cuda-runtime-mismatch"
+    assert place("vllm/model_executor/warmup/deep_gemm_warmup.py", "w1 and w2 must have the same number of experts") \
+        != "health-check"
