@@ -1,10 +1,11 @@
 """The rule pass: every corpus signature compiled once into one RE2 scanner.
 
 One RE2 alternation finds the lines that hold any signature in a single linear pass over the whole
-text (RE2 never backtracks, so a hostile line cannot stall it); only those lines are then tested
-signature by signature to learn which incidents they name. The categories' own signatures (the
-spec's, `categories.yaml`) are rules too, naming a category and no incident: a line the spec says marks
-a category is that category's evidence even where no incident of the corpus knows it yet.
+text (RE2 never backtracks, so a hostile line cannot stall it); only those lines are then matched
+against the same signatures as an RE2 set, which names every signature a line holds in one call.
+The categories' own signatures (the spec's, `categories.yaml`) are rules too, naming a category and
+no incident: a line the spec says marks a category is that category's evidence even where no incident
+of the corpus knows it yet.
 """
 
 from __future__ import annotations
@@ -34,14 +35,7 @@ class _Rule:
     category: str
     signature: Signature
     symptom: bool
-    literal: str | None
-    regex: re2._Regexp | None
     specificity: float
-
-    def matches(self, text: str) -> bool:
-        if self.literal is not None:
-            return self.literal in text
-        return self.regex.search(text) is not None  # type: ignore[union-attr]
 
 
 def _named(rules: Iterable[_Rule]) -> list[_Rule]:
@@ -60,20 +54,20 @@ class Scanner:
         for inc in corpus.incidents:
             symptom = corpus.categories[inc.category].symptom
             for sig in inc.signatures:
-                if sig.regex:
-                    compiled = re2.compile(sig.pattern, _OPTIONS)
-                    rules.append(_Rule(inc.id, inc.category, sig, symptom, None, compiled, sig.specificity))
-                    parts.append(f"(?:{sig.pattern})")
-                else:
-                    rules.append(_Rule(inc.id, inc.category, sig, symptom, sig.pattern, None, sig.specificity))
-                    parts.append(re.escape(sig.pattern))
+                rules.append(_Rule(inc.id, inc.category, sig, symptom, sig.specificity))
+                parts.append(f"(?:{sig.pattern})" if sig.regex else re.escape(sig.pattern))
         for category in corpus.categories.values():
             for pattern in category.signatures:
                 sig = Signature(pattern)
-                rules.append(_Rule("", category.id, sig, category.symptom, pattern, None, sig.specificity * SPEC_FACTOR))
+                rules.append(_Rule("", category.id, sig, category.symptom, sig.specificity * SPEC_FACTOR))
                 parts.append(re.escape(pattern))
         self._rules = tuple(rules)
         self._any = re2.compile("|".join(parts), _OPTIONS) if parts else None
+        # Which rules a found line holds, in one RE2 call: the same patterns as a set, indexed like `_rules`.
+        self._set = re2.Set.SearchSet(_OPTIONS)
+        for part in parts:
+            self._set.Add(part)
+        self._set.Compile()
 
     def __len__(self) -> int:
         return len(self._rules)
@@ -102,7 +96,7 @@ class Scanner:
             if len(matched_by_line) >= MAX_HIT_LINES:
                 break
             raw = raw_bytes.decode("utf-8", "replace")
-            matched = _named(r for r in self._rules if r.matches(raw))
+            matched = _named(self._rules[i] for i in sorted(self._set.Match(raw)))
             matched_by_line[raw_bytes] = matched
             if matched:
                 hits.extend(self._hits(raw, line_no, matched))
