@@ -156,7 +156,7 @@ def _tails(templates: Sequence[Template]) -> dict[str, tuple[str, ...]]:
     """The catalogue's C++ files by their last two path parts (`cpp/matcher.cc`)."""
     out: dict[str, set[str]] = {}
     for t in templates:
-        if _CPP_LOCATION.fullmatch(t.file + ":0"):
+        if t.is_cpp:
             out.setdefault(_tail(t.file), set()).add(t.file)
     return {k: tuple(sorted(v)) for k, v in out.items()}
 

@@ -19,9 +19,7 @@ from ._shape import LifecyclePatterns
 
 @dataclasses.dataclass(frozen=True)
 class CorpusParts:
-    """What is built from a corpus alone (the rules' scanner, the lifecycle patterns, the catalogue's
-    index): shared by every engine over the same corpus in a process, so a candidate model's engine
-    (the promotion gate builds one per retrain) costs nothing to build."""
+    """The parts of one corpus, shared by every engine and every training over it in a process."""
 
     scanner: Scanner
     lifecycle: LifecyclePatterns

@@ -94,7 +94,6 @@ def catalogue_examples(messages: MessageIndex, symptom_roles: frozenset[str] = f
 
 
 CATALOGUE_GROUP = "catalogue:"
-CPP_SOURCES = (".cc", ".cpp", ".cu", ".cuh", ".h", ".hpp")
 CPP_ERROR_FORMS = {"xgrammar": "[10:00:00] /workspace/{where}:120: {message}"}  # its fatal log's own head; else bare
 
 
@@ -108,7 +107,7 @@ def render_in_log(t: Template) -> str:
         return f"[TensorRT-LLM][ERROR] {text} (/src/tensorrt_llm/{t.file}:120)"
     if t.engine == "nccl":
         return f"gpu-node-1:4107:4190 [0] {base}:120 NCCL WARN {message}"
-    if t.file.endswith(CPP_SOURCES):  # a C++ library's error reaches Python as the exception's text
+    if t.is_cpp:  # a C++ library's error reaches Python as the exception's text
         form = CPP_ERROR_FORMS.get(t.engine, "{message}")
         return "RuntimeError: " + form.format(where=t.file.split("/", 1)[-1], message=message)
     if t.level == "error":

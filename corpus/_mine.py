@@ -45,6 +45,8 @@ CPP_STREAMS = {
     "LOG(FATAL)": ("error", ""), "LOG(ERROR)": ("error", ""), "LOG(WARNING)": ("warning", ""), "LOG(INFO)": ("info", ""),
 }
 PLACEHOLDER = "{}"
+PY_SUFFIXES = (".py",)
+CPP_SUFFIXES = (".cpp", ".cc", ".cu", ".h", ".hpp", ".cuh", ".c")
 KEPT_LEVELS = frozenset({"error", "warning", "info", "raise", "assert", "check"})  # debug never reaches a paste
 
 _CPP_CALL = re.compile(r"\b(" + "|".join(re.escape(m) for m in sorted(
@@ -78,6 +80,11 @@ class Template:
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), ensure_ascii=False, separators=(",", ":"))
+
+    @property
+    def is_cpp(self) -> bool:
+        """Printed from C++ (its text reaches Python as an exception's message, or a raw log line)."""
+        return self.file.endswith(CPP_SUFFIXES)
 
     @property
     def literal(self) -> int:
@@ -216,9 +223,10 @@ def mine_cpp(source: str) -> list[tuple[str, str, str, list[str | None]]]:
     for m in _CPP_CALL.finditer(source):
         macro = m.group(1)
         level, first = CPP_MACROS[macro]
-        args = _call_args(source, m.end())
-        if args is None or len(args) <= max(first, 0):
+        call = _call(source, m.end())
+        if call is None or len(call[0]) <= max(first, 0):
             continue
+        args = call[0]
         parts: list[str | None] | None = (["Assertion failed: " + " ".join(args[0].split())] if first < 0
                                           else _cpp_message(args[first:]))
         if not parts:
@@ -230,12 +238,11 @@ def mine_cpp(source: str) -> list[tuple[str, str, str, list[str | None]]]:
         level, head = CPP_STREAMS[re.sub(r"\s+", "", m.group(1))]
         pos = m.end()
         if "{cond}" in head:
-            args = _call_args(source, pos + 1) if source[pos:pos + 1] == "(" else None
-            if args is None or len(args) != 1:
+            call = _call(source, pos + 1) if source[pos:pos + 1] == "(" else None
+            if call is None or len(call[0]) != 1:
                 continue
-            head = head.replace("{cond}", " ".join(args[0].split()))
-            pos = source.find(")", pos + len(args[0]))  # the condition's closing parenthesis
-            pos = pos + 1 if pos >= 0 else m.end()
+            head = head.replace("{cond}", " ".join(call[0][0].split()))
+            pos = call[1]
         streamed = _streamed(source, pos)
         if streamed is None:
             continue
@@ -265,10 +272,12 @@ def _streamed(source: str, pos: int, limit: int = 4000) -> list[str | None] | No
     return parts
 
 
-def _statement_end(text: str) -> int | None:
-    """The offset of the `;` that ends the statement starting `text` (strings and brackets skipped)."""
-    depth, i, in_str = 0, 0, False
-    while i < len(text):
+def _code_chars(text: str, start: int = 0, end: int | None = None) -> Iterator[tuple[int, str]]:
+    """(offset, character) of `text[start:end]` outside string literals: what brackets, commas and
+    `<<` are read from."""
+    i, end = start, len(text) if end is None else min(end, len(text))
+    in_str = False
+    while i < end:
         ch = text[i]
         if in_str:
             if ch == "\\":
@@ -277,7 +286,16 @@ def _statement_end(text: str) -> int | None:
                 in_str = False
         elif ch == '"':
             in_str = True
-        elif ch in "([{":
+        else:
+            yield i, ch
+        i += 1
+
+
+def _statement_end(text: str) -> int | None:
+    """The offset of the `;` that ends the statement starting `text` (strings and brackets skipped)."""
+    depth = 0
+    for i, ch in _code_chars(text):
+        if ch in "([{":
             depth += 1
         elif ch in ")]}":
             depth -= 1
@@ -285,74 +303,41 @@ def _statement_end(text: str) -> int | None:
                 return None
         elif ch == ";" and depth == 0:
             return i
-        i += 1
     return None
 
 
 def _top_level_split(text: str, sep: str) -> list[str]:
     """`text` cut at each `sep` outside strings and brackets."""
-    out, cur, depth, i, in_str = [], [], 0, 0, False
-    while i < len(text):
-        ch = text[i]
-        if in_str:
-            cur.append(ch)
-            if ch == "\\" and i + 1 < len(text):
-                cur.append(text[i + 1])
-                i += 1
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-            cur.append(ch)
-        elif ch in "([{":
+    out, depth, begin = [], 0, 0
+    for i, ch in _code_chars(text):
+        if i < begin:
+            continue  # inside the separator just cut at
+        if ch in "([{":
             depth += 1
-            cur.append(ch)
         elif ch in ")]}":
             depth -= 1
-            cur.append(ch)
         elif depth == 0 and text.startswith(sep, i):
-            out.append("".join(cur))
-            cur = []
-            i += len(sep)
-            continue
-        else:
-            cur.append(ch)
-        i += 1
-    out.append("".join(cur))
+            out.append(text[begin:i])
+            begin = i + len(sep)
+    out.append(text[begin:])
     return out
 
 
-def _call_args(source: str, pos: int, limit: int = 4000) -> list[str] | None:
-    """Top-level comma-separated arguments of a call whose '(' ends at `pos`."""
-    depth, args, cur, i, end = 1, [], [], pos, min(len(source), pos + limit)
-    in_str = False
-    while i < end:
-        ch = source[i]
-        if in_str:
-            cur.append(ch)
-            if ch == "\\" and i + 1 < end:
-                cur.append(source[i + 1])
-                i += 1
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-            cur.append(ch)
-        elif ch in "([{":
+def _call(source: str, pos: int, limit: int = 4000) -> tuple[list[str], int] | None:
+    """The top-level comma-separated arguments of a call whose '(' ends at `pos`, and the offset just
+    past its closing parenthesis."""
+    depth, args, begin = 1, [], pos
+    for i, ch in _code_chars(source, pos, pos + limit):
+        if ch in "([{":
             depth += 1
-            cur.append(ch)
         elif ch in ")]}":
             depth -= 1
             if depth == 0:
-                args.append("".join(cur).strip())
-                return args
-            cur.append(ch)
+                args.append(source[begin:i].strip())
+                return args, i + 1
         elif ch == "," and depth == 1:
-            args.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-        i += 1
+            args.append(source[begin:i].strip())
+            begin = i + 1
     return None
 
 
@@ -379,8 +364,6 @@ def _unescape(s: str) -> str:
 
 
 # -- the tree -------------------------------------------------------------------------------------
-PY_SUFFIXES = (".py",)
-CPP_SUFFIXES = (".cpp", ".cc", ".cu", ".h", ".hpp", ".cuh", ".c")
 
 
 def mine_tree(root: Path, engine: str, version: str, under: Iterable[str] = ()) -> Iterator[Template]:

@@ -47,6 +47,7 @@ def test_cpp_stream_macros_print_their_head_then_what_is_streamed():
     check = found["Check failed: (row >= 0 && row < rows) is false: Mask row {} lies outside the batch of {} rows"]
     assert (check.level, check.file, check.function) == ("check", "cpp/grammar/matchCheck.cc", "Matcher::FillMask")
     assert found["Check failed: (mask_.ndim == 2) is false:"].level == "check"  # no text streamed: the condition
+    assert 'Check failed: (schema.count("type")) is false: a schema without a type' in found  # a call in the condition
     assert found["Filling a mask for a finished matcher"].level == "warning"
     assert found["Stop token {} was never declared"].level == "error"
     assert found["mask filled for row {}"].level == "info"

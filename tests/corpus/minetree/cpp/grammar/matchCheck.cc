@@ -7,6 +7,7 @@ void Matcher::FillMask(int32_t row, int32_t rows) {
       << "Mask row " << row << " lies outside the "
          "batch of " << rows << " rows";
   XGRAMMAR_CHECK(mask_.ndim == 2);
+  XGRAMMAR_CHECK(schema.count("type")) << "a schema without a type";
   if (terminated_) {
     XGRAMMAR_LOG(WARNING) << "Filling a mask for a finished matcher";
   }
