@@ -17,7 +17,7 @@ from ._messages import MessageIndex
 from ._precedence import Ordering, order
 from ._rules import Scanner
 from ._shape import LifecyclePatterns, LogShape
-from ._types import Hit
+from ._types import Hit, Line
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,9 +57,30 @@ def read_log(text: str, scanner: Scanner, corpus: Corpus, patterns: LifecyclePat
     faults = [l for l in whole.lines if not l.frame and (l.exception or levels[l.no] >= Severity.WARNING)]
     chain = find_chain(shape, faults, hits, frozenset(corpus.lifecycle.stop_categories), levels)
     ordering = order(chain_hits(chain, hits, corpus.explains), corpus.explains)
-    serious = any(f.severity >= Severity.ERROR for f in chain.faults)
+    first_serious = next((f.line.no for f in chain.faults if f.severity >= Severity.ERROR), None)
+    routine = _Routine(levels, {h.line.no for h in hits}, first_serious)
     focus = tuple(l for l in whole.lines
-                  if chain.in_focus(l.no) and not (serious and shape.is_stats(l))  # stats never explain an error
-                  and not (messages is not None and not l.exception and messages.is_noise(l)))
+                  if chain.in_focus(l.no)
+                  and not (first_serious is not None and shape.is_stats(l))  # stats never explain an error
+                  and not (messages is not None and not l.exception and messages.is_noise(l))
+                  and not routine(l))
     return Reading(shape, whole, tuple(hits), chain, ordering, dataclasses.replace(whole, lines=focus))
 
+
+@dataclasses.dataclass(frozen=True)
+class _Routine:
+    """A record that explains no error beside it, whether or not the catalogue knows its wording (a
+    release it was not mined from): in a chain that holds an error, a line its engine logged at info
+    or debug level, or a warning before the first error, that no rule or placed template names (a
+    warm-up step, a workspace notice the server printed while it was still working). A warning after
+    the error is its consequence and stays read."""
+
+    levels: dict[int, Severity]
+    named: set[int]
+    first_serious: int | None
+
+    def __call__(self, line: Line) -> bool:
+        if self.first_serious is None or line.level is None or line.frame or line.exception or line.no in self.named:
+            return False
+        sev = self.levels.get(line.no, Severity.FATAL)
+        return sev is Severity.INFO or (sev is Severity.WARNING and line.no < self.first_serious)

@@ -10,8 +10,8 @@ import pytest
 from servetriage.classifier import paste_notes, render_text
 
 from wholelogs import (join, sglang_ima_crash, sglang_startup, sglang_traffic, sglang_truncation_warning,
-                        trtllm_oom_crash, trtllm_startup, trtllm_traffic, vllm_idle, vllm_long_prompt_warning,
-                        vllm_oom_crash, vllm_sigterm_stop, vllm_startup, vllm_traffic)
+                        trtllm_oom_crash, trtllm_startup, trtllm_traffic, trtllm_warmup_then_rejected_prompt, vllm_idle,
+                        vllm_long_prompt_warning, vllm_oom_crash, vllm_sigterm_stop, vllm_startup, vllm_traffic)
 
 HEALTHY = {
     "vllm": join(vllm_startup(), vllm_traffic(12), vllm_long_prompt_warning(), vllm_traffic(6, minute=13), vllm_idle(4)),
@@ -47,6 +47,17 @@ def test_the_crash_at_the_end_of_a_whole_log_is_found(rules_engine, engine_name,
     first_crash_line = HEALTHY[engine_name].count("\n") + 1
     assert d.initiating is not None and d.initiating.line >= first_crash_line
     assert all(e.line >= first_crash_line for e in d.evidence)
+
+
+def test_routine_records_before_an_error_are_not_read_by_the_learned_passes(rules_engine):
+    """Info records and a warning printed while the server still worked explain no error, whether or
+    not the catalogue knows their wording; the error and the warning after it are read."""
+    tail = trtllm_warmup_then_rejected_prompt()
+    text = join(trtllm_startup(), trtllm_traffic(5), tail)
+    read = [l.text for l in rules_engine.focus(text).lines]
+    assert read == tail[-2:]
+    # with no error in the chain there is nothing to set the warning against: it is what is read
+    assert [l.text for l in rules_engine.focus(join(tail[:-2])).lines] == [tail[-3]]
 
 
 def test_an_earlier_handled_warning_does_not_outrank_the_fatal_chain(rules_engine):

@@ -175,6 +175,20 @@ def trtllm_traffic(n: int) -> list[str]:
     return [f'INFO:     127.0.0.1:3{3000 + i} - "POST /v1/completions HTTP/1.1" 200 OK' for i in range(n)]
 
 
+def trtllm_warmup_then_rejected_prompt() -> list[str]:
+    """Warm-up records and a workspace warning the server printed while still working (wordings no
+    mined release holds), then a request rejected for its length and a warning that follows from it."""
+    warmup = [f"[11/30/2026-10:01:{10 + i:02d}] [TRT-LLM] [I] Warming up the decoder graph for {b} sequences"
+              for i, b in enumerate((64, 32, 16, 8, 4, 2, 1))]
+    return [
+        *warmup,
+        "[TensorRT-LLM][WARNING] Scratch workspace of 0 bytes is too small; reserving 52428800 bytes",
+        "[11/30/2026-10:06:41] [TRT-LLM] [E] Request 7 rejected: prompt length (9120) plus max_tokens (1024) "
+        "exceeds max_seq_len (8192)",
+        "[11/30/2026-10:06:41] [TRT-LLM] [W] Request 7 was dropped before scheduling",
+    ]
+
+
 def trtllm_oom_crash() -> list[str]:
     return [
         "[11/30/2026-10:14:52] [TRT-LLM] [E] Encountered an error in forward step: CUDA out of memory. "
