@@ -60,6 +60,17 @@ def test_routine_records_before_an_error_are_not_read_by_the_learned_passes(rule
     assert [l.text for l in rules_engine.focus(join(tail[:-2])).lines] == [tail[-3]]
 
 
+def test_open_mpi_reporting_a_killed_rank_is_evidence_and_its_command_line_is_not(rules_engine):
+    """`mpirun -n 4 …` pasted above the log is a printout; Open MPI's own 'mpirun noticed that …'
+    report of a rank killed by signal 9 is the host running out of memory."""
+    command = "mpirun -n 4 --allow-run-as-root python3 run.py --engine_dir /engines/chat-70b --max_output_len 256"
+    killed = "mpirun noticed that process rank 2 with PID 51234 on node gpu-a3 exited on signal 9 (Killed)."
+    d = rules_engine.diagnose_text(join([command], trtllm_startup(), [killed]))
+    assert d.category == "host-memory"
+    assert d.initiating is not None and d.initiating.text == killed
+    assert command not in [e.text for e in d.evidence]
+
+
 def test_an_earlier_handled_warning_does_not_outrank_the_fatal_chain(rules_engine):
     text = join(sglang_startup(), sglang_traffic(4), sglang_truncation_warning(), sglang_traffic(4, minute=7),
                 sglang_ima_crash())
