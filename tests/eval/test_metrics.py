@@ -40,3 +40,16 @@ def test_labels_are_validated(tmp_path):
     (tmp_path / "labels.jsonl").write_text("{not json\n")
     with pytest.raises(InputError, match="malformed"):
         load_cases(tmp_path)
+
+
+def test_the_trtllm_probes_parse_into_spec_categories():
+    from pathlib import Path
+
+    from servetriage.corpus import load_corpus
+    from servetriage.eval.inside import load_probes
+
+    probes = load_probes(Path(__file__).parents[2] / "eval" / "probes" / "trtllm.txt")
+    assert len(probes) >= 20
+    known = set(load_corpus().categories)
+    assert {p.category for p in probes} <= known
+    assert all(p.text and "===" not in p.text for p in probes)
