@@ -36,8 +36,9 @@ def main() -> int:
     args = ap.parse_args()
 
     from servetriage import Settings  # noqa: PLC0415
-    from servetriage.classifier import engine_for_model, from_text, load_model  # noqa: PLC0415
+    from servetriage.classifier import UNKNOWN, engine_for_model, from_text, load_model  # noqa: PLC0415
     from servetriage.corpus import load_corpus  # noqa: PLC0415
+    from servetriage.eval import Prediction, top_k  # noqa: PLC0415
 
     settings = Settings.from_env()
     corpus = load_corpus(settings.extra_corpus_dirs)
@@ -47,17 +48,17 @@ def main() -> int:
     print(f"{'pasted':40s} {'n':>4s} {'top-1':>6s} {'top-3':>6s} {'unknown':>8s}")
     for name, lines in hosts:
         head = lines[: int(len(lines) * HEALTHY_SHARE)]
-        top1 = top3 = unknown = 0
+        preds = []
         for i, probe in enumerate(probes):
             d = engine.diagnose(from_text("\n".join([*head, *probe.text.splitlines()]), f"{name}-{i}"))
-            ranked = [d.category, *(c.category for c in d.top)]
-            top1 += d.category == probe.category
-            top3 += probe.category in ranked[:3]
-            unknown += d.category == "unknown"
-            if args.misses and d.category != probe.category:
-                print(f"  miss {i:2d} {probe.category:24s} got {d.category} ({d.confidence:.2f}; {', '.join(ranked[1:4])})")
-        n = len(probes)
-        print(f"{name:40s} {n:4d} {top1 / n:6.3f} {top3 / n:6.3f} {unknown / n:8.3f}")
+            preds.append(Prediction(f"{name}-{i}", probe.category, None, d.category,
+                                    (d.category, *(c.category for c in d.top)), d.confidence))
+        if args.misses:
+            for p in preds:
+                if p.category != p.label:
+                    print(f"  miss {p.case_id:44s} {p.label:24s} got {p.category} ({p.confidence:.2f})")
+        unknown = sum(p.category == UNKNOWN for p in preds) / len(preds)
+        print(f"{name:40s} {len(preds):4d} {top_k(preds, 1):6.3f} {top_k(preds, 3):6.3f} {unknown:8.3f}")
     return 0
 
 

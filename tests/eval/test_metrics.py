@@ -1,7 +1,10 @@
 import json
+from pathlib import Path
 
 import pytest
 
+from servetriage.corpus import load_corpus
+from servetriage.eval.inside import load_probes
 from servetriage.eval import Prediction, abstention, initiating_accuracy, load_cases, macro_f1, reliability, summary, top_k
 from servetriage import InputError
 
@@ -43,11 +46,6 @@ def test_labels_are_validated(tmp_path):
 
 
 def test_the_trtllm_probes_parse_into_spec_categories():
-    from pathlib import Path
-
-    from servetriage.corpus import load_corpus
-    from servetriage.eval.inside import load_probes
-
     probes = load_probes(Path(__file__).parents[2] / "eval" / "probes" / "trtllm.txt")
     assert len(probes) >= 20
     known = set(load_corpus().categories)
