@@ -19,6 +19,8 @@ from ._extract import FRAME, Extract
 from ._types import Hit, Line
 
 SPECIFICITY = 0.5  # a real signature of 30+ characters outranks an attribution (order's GENERIC_RATIO)
+CUT_SPECIFICITY = 0.4  # a traceback cut before its exception: where it was, not what it raised
+CUT_PATTERN = "cut-off traceback"
 
 _EXC_TYPE = re.compile(r"^([A-Za-z_][\w.]*)")
 _SIGNALS = frozenset({"KeyboardInterrupt", "SystemExit", "CancelledError", "GeneratorExit"})
@@ -26,7 +28,9 @@ _SIGNALS = frozenset({"KeyboardInterrupt", "SystemExit", "CancelledError", "Gene
 
 def attribute(ex: Extract, code_paths: Iterable[CodePath], named: Iterable[int] = (),
               symptoms: frozenset[str] = frozenset()) -> list[Hit]:
-    """A hit for each traceback exception that no rule named (`named`: line numbers rules hit)."""
+    """A hit for each traceback exception that no rule named (`named`: line numbers rules hit), and for
+    each traceback cut off before its exception (a paste's last lines, a truncated excerpt): its
+    innermost known frame, on the traceback's first line, weaker still."""
     paths = tuple(code_paths)
     if not paths:
         return []
@@ -34,9 +38,24 @@ def attribute(ex: Extract, code_paths: Iterable[CodePath], named: Iterable[int] 
     hits: list[Hit] = []
     frames: list[str] = []
     block = None
+    head: Line | None = None  # the block's first message line: a traceback's header or first frame
+
+    def cut_off() -> None:
+        if frames and head is not None and head.no not in named_lines and not head.exception:
+            found = _innermost(frames, "", paths)
+            if found is not None:
+                hits.append(_hit(head, found[0], found[1], found[0] in symptoms, cut=True))
+
     for line in ex.lines:
         if line.block != block:
-            frames, block = [], line.block
+            cut_off()
+            frames, block, head = [], line.block, None
+        if head is None and not line.frame:
+            head = line
+            m = FRAME.search(line.body)  # a headless traceback's first frame is its head
+            if m:
+                frames.append(f"{m.group(1)} in {m.group(2)}".lower())
+                continue
         if line.frame:
             m = FRAME.search(line.body)
             if m:
@@ -50,7 +69,8 @@ def attribute(ex: Extract, code_paths: Iterable[CodePath], named: Iterable[int] 
                 if found is not None:
                     category, fragment = found
                     hits.append(_hit(line, category, fragment, category in symptoms))
-            frames = []
+            frames, head = [], None
+    cut_off()
     return hits
 
 
@@ -72,6 +92,14 @@ def _innermost(frames: list[str], exc_type: str, paths: tuple[CodePath, ...]) ->
     return None
 
 
-def _hit(line: Line, category: str, fragment: str, symptom: bool) -> Hit:
+def _hit(line: Line, category: str, fragment: str, symptom: bool, cut: bool = False) -> Hit:
+    if cut:
+        return Hit(incident="", category=category, pattern=f"{CUT_PATTERN}: {fragment}", specificity=CUT_SPECIFICITY,
+                   line=line, symptom=symptom)
     return Hit(incident="", category=category, pattern=f"code path: {fragment}", specificity=SPECIFICITY,
                line=line, symptom=symptom)
+
+
+def is_cut_off(hit: Hit) -> bool:
+    """An attribution of a traceback that ends before its exception."""
+    return hit.pattern.startswith(CUT_PATTERN)

@@ -35,7 +35,8 @@ _STRONG = (
     r"[Aa]ssert|\bOOM\b|[Oo]ut of memory|[Tt]imed out|[Tt]imeout|\bdied\b|\bdead\b|[Ff]ailed|[Ff]ailure|"
     r"[Uu]nable to|[Cc]annot |[Cc]ould not|not supported|[Uu]nsupported|[Ii]nvalid|unrecognized|No such file|"
     r"[Pp]ermission denied|[Rr]efused|preempted|[Rr]etract|\bleak|\bhang|\bstuck\b|[Uu]nexpected|"
-    r"[Nn]ot enough|[Ii]nsufficient|[Ee]xceed|too (?:small|large|long|old)|[Mm]ismatch"
+    r"[Nn]ot enough|[Ii]nsufficient|[Ee]xceed|too (?:small|large|long|old)|[Mm]ismatch|"
+    r"(?m:^)[a-z_]\w*(?:\.\w+)*\.[A-Z]\w*: "  # an exception named by its module, whatever its class's name
 )
 _WEAK = (
     r"\bWARN(?:ING)?\b|[Ss]ignal\b|[Ee]vict|[Tt]hroughput|\bTTFT\b|\bITL\b|[Ll]atency|[Hh]it rate|#cached-token|"
@@ -248,7 +249,9 @@ def _assemble(text: str, picked: list[tuple[int, int, int]]) -> list[Line]:
         raw = text[start:end]
         body, rank, stamp, level = parse_prefix(raw)
         block += 1
-        if _HEADER in body:  # also "Scheduler hit an exception: Traceback (most recent call last):"
+        # A traceback header (also "Scheduler hit an exception: Traceback (most recent call last):"), or a
+        # frame no header came before: a paste that starts inside a traceback reads on from its first frame.
+        if _HEADER in body or _FILE_LINE.match(body):
             unit = _traceback(text, no, end, rank, block)
             for line in unit:
                 seen.add(line.no)

@@ -25,6 +25,12 @@ _BINARY_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".pdf", ".so", ".bin", ".pt
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _FENCE = re.compile(r"^[ \t]*```[A-Za-z0-9_+-]*[ \t]*$\n?|^[ \t]*```|```[ \t]*$", re.M)
 _QUOTE = re.compile(r"^(?:>|&gt;)(?: |$)", re.M)
+# A runner's own prefix on every line: docker compose `vllm-1  | `, kubectl/stern `[pod/x/c] `,
+# journald `Dec 03 10:00:01 gpu-7 vllm[2291]: `.
+_CONTAINER = re.compile(r"^(?:[A-Za-z0-9][\w.-]*[ \t]+\|(?: |$)|\[pod/[^\]\s]+\] "
+                        r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@-]+(?:\[\d+\])?: )", re.M)
+CONTAINER_SHARE = 0.5  # the prefix is the runner's when at least this share of the first lines carry one
+_SAMPLE_LINES = 200
 
 
 class _Reader(Protocol):
@@ -115,7 +121,8 @@ def decode(data: bytes) -> str:
 
 
 def normalize(text: str) -> str:
-    """Strip what the paste added (colour codes, CRLF, code fences, quote markers), keep every log line."""
+    """Strip what the paste added (colour codes, CRLF, code fences, quote markers, a container runner's
+    prefixes), keep every log line."""
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     if "\r" in text:
@@ -124,7 +131,15 @@ def normalize(text: str) -> str:
         text = _FENCE.sub("", text)
     if ">" in text[:4096] or "&gt;" in text[:4096]:
         text = _QUOTE.sub("", text)
+    if ("|" in text[:4096] or "[pod/" in text[:4096] or "]: " in text[:4096]) and _runner_prefixed(text):
+        text = _CONTAINER.sub("", text)
     return text
+
+
+def _runner_prefixed(text: str) -> bool:
+    """Most of the first lines carry a container runner's prefix (so a table's `|` is left alone)."""
+    lines = [l for l in text[:65536].split("\n", _SAMPLE_LINES)[:_SAMPLE_LINES] if l.strip()]
+    return bool(lines) and sum(1 for l in lines if _CONTAINER.match(l)) >= CONTAINER_SHARE * len(lines)
 
 
 def _read_limited(stream: _Reader, name: str, limit: int) -> bytes:

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from servetriage.classifier import Engine
+from servetriage.classifier import Engine, extract
 from servetriage.corpus import CodePath, load_corpus
 
 PATHS = (
@@ -74,3 +74,36 @@ def test_shipped_code_paths_name_real_categories(settings):
     corpus = load_corpus()
     assert corpus.code_paths and all(c.category in corpus.categories for c in corpus.code_paths)
     assert Engine(settings, corpus=corpus).diagnose_text(RADIX).category == "radix-cache-state"
+
+
+CUT = (
+    "ERROR 03-02 10:00:01 [core.py:500] EngineCore failed to start.\n"
+    "Traceback (most recent call last):\n"
+    '  File "/usr/lib/python3/dist-packages/vllm/v1/engine/core.py", line 80, in __init__\n'
+    "    self.scheduler = Scheduler(cfg)\n"
+    '  File "/opt/sglang/python/sglang/srt/mem_cache/radix_cache.py", line 160, in flush_pending\n'
+    "    self.release(self.pending[key])\n"
+)
+
+
+def test_a_traceback_cut_before_its_exception_is_read_by_its_innermost_frame(settings, corpus):
+    d = Engine(settings, corpus=corpus).diagnose_text(CUT)
+    assert d.passes.rules == {"radix-cache-state": 0.4}  # weaker than an exception's attribution (0.5)
+    assert d.initiating is not None and d.initiating.line == 2  # the traceback's header carries it
+
+
+def test_a_cut_traceback_without_its_header_is_read_from_its_first_frame(settings, corpus):
+    headless = "\n".join(CUT.splitlines()[2:]) + "\n"  # a paste that starts and ends inside the traceback
+    d = Engine(settings, corpus=corpus).diagnose_text(headless)
+    assert d.passes.rules == {"radix-cache-state": 0.4} and d.initiating.line == 1
+
+
+def test_a_cut_traceback_through_unknown_code_is_no_hit(settings, corpus):
+    unknown = CUT.replace("mem_cache/radix_cache.py", "managers/io_struct.py")
+    assert not Engine(settings, corpus=corpus).diagnose_text(unknown).passes.rules
+
+
+def test_an_exception_module_named_line_is_found_though_its_class_name_says_no_error():
+    # `triton.runtime.errors.OutOfResources: …` carries none of the usual fault words
+    line = "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 131072, Hardware limit: 65536"
+    assert [l.no for l in extract("INFO starting\n" + line + "\n").lines if l.exception] == [2]

@@ -113,3 +113,14 @@ def test_directory_and_stdin_inputs(tmp_path):
 def test_non_seekable_stream_with_peek():
     stream = io.BufferedReader(io.BytesIO(gzip.compress(b"gz over a pipe")))
     assert from_stream(stream, "pipe", MB).text == "gz over a pipe"
+
+
+@pytest.mark.parametrize("prefix", ["vllm-server-1  | ", "[pod/vllm-0/vllm] ", "Dec 03 10:00:01 gpu-node-7 vllm[2291]: "])
+def test_a_runners_prefix_on_every_line_is_stripped(prefix):
+    body = ["Traceback (most recent call last):", '  File "/app/server.py", line 3, in main', "KeyError: 'x'"]
+    assert normalize("".join(prefix + l + "\n" for l in body)).splitlines() == body
+
+
+def test_a_table_with_pipes_is_left_as_it_is():
+    table = "| metric | value |\n|---|---|\nthroughput  | 12.5\nrequests 300\nlatency 2.0 s\n"
+    assert normalize(table) == table

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from servetriage.classifier import Engine
 from servetriage.classifier._messages import MessageIndex
 from servetriage.corpus import MessagePath, load_catalogue, mine_tree
@@ -190,3 +192,22 @@ def test_a_place_takes_a_message_only_with_the_words_that_say_so(rules_engine):
     assert place("torch/cuda/__init__.py", "Cannot re-initialize CUDA in forked subprocess.") != "cuda-runtime-mismatch"
     assert place("vllm/model_executor/warmup/deep_gemm_warmup.py", "w1 and w2 must have the same number of experts") \
         != "health-check"
+
+
+@pytest.mark.parametrize(("line", "category"), [
+    ("what():  [TensorRT-LLM][ERROR] Assertion failed: max_context_len <= mMaxContextLength "
+     "(/src/cpp/tensorrt_llm/plugins/gptAttentionPlugin/gptAttentionPlugin.cpp:249)", "context-length"),
+    ("[TensorRT-LLM][ERROR] Assertion failed: Input length (7000) + max new tokens (2000) must be less than max sequence "
+     "length (8192). (/src/cpp/tensorrt_llm/runtime/gptDecoderBatched.cpp:233)", "context-length"),
+    ("[TensorRT-LLM][ERROR] Assertion failed: Number of draft tokens (4) is larger than maximum number of draft tokens (0) "
+     "(/src/cpp/tensorrt_llm/batch_manager/trtGptModelInflightBatching.cpp:1021)", "speculative-decoding"),
+    ("RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: !mTokens.empty() "
+     "(/src/cpp/tensorrt_llm/executor/decodingConfig.cpp:31)", "speculative-decoding"),
+    ("[TensorRT-LLM][ERROR] Assertion failed: FP8 context FMHA needs Hopper or newer, not supported on this GPU "
+     "(/src/cpp/tensorrt_llm/common/attentionOp.cpp:2400)", "unsupported-hardware"),
+    ("[TensorRT-LLM][ERROR] Assertion failed: mFreePrimaryBlocks list has no GPU blocks "
+     "(/src/cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp:510)", "kv-cache-exhausted"),
+])
+def test_tensorrt_llm_checks_in_broad_directories_are_placed_by_their_words(rules_engine, line, category):
+    d = rules_engine.diagnose_text(line)
+    assert max(d.passes.rules, key=d.passes.rules.get) == category
