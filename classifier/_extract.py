@@ -21,6 +21,7 @@ from ._types import Line
 MAX_SALIENT = 600           # salient lines kept: the first half and the last half of them
 MAX_TRACEBACK_LINES = 80    # frames kept per traceback (its head and its tail)
 FALLBACK_TAIL = 25          # lines kept from a log that has no salient line at all
+HEAD_LINES = 3              # a paste opens inside a traceback when a frame comes within its first lines
 
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
@@ -165,10 +166,31 @@ def extract(text: str, data: bytes | None = None) -> Extract:
     `data` is the text already encoded as UTF-8, when the caller has it."""
     total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
     picked = _candidate_lines(text, data)
+    opening = _opening_frame(text)
+    if opening is not None and all(no != opening[0] for no, _, _ in picked[:HEAD_LINES]):
+        picked = sorted([*picked, opening])
     if not picked:
         picked = _tail_lines(text, FALLBACK_TAIL)
     lines = _assemble(text, picked)
     return Extract(lines=tuple(lines), engine=detect_engine(text), versions=detect_versions(text), total_lines=total)
+
+
+def _opening_frame(text: str) -> tuple[int, int, int] | None:
+    """The first `File "…", line N` line when a paste opens inside a traceback (its first lines are
+    frames and source lines): frames carry no fault word, so the salient scan alone would skip it."""
+    pos = 0
+    for no in range(1, HEAD_LINES + 1):
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end
+        body = parse_prefix(text[pos:end])[0]
+        if _FILE_LINE.match(body):
+            return no, pos, end
+        if body.strip() and not body[:1].isspace():
+            return None  # a message line first: the paste did not open inside a traceback
+        if end >= len(text):
+            return None
+        pos = end + 1
+    return None
 
 
 def _candidate_lines(text: str, data: bytes | None = None) -> list[tuple[int, int, int]]:
