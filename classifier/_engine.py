@@ -65,7 +65,7 @@ class Engine:
         self._passes = passes
         self._calibrator = calibrator
         self._steer = steer
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a part built under it may need another (the passes need the corpus)
 
     # -- lazily built parts -------------------------------------------------------------------
     @property

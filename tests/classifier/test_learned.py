@@ -3,11 +3,12 @@
 import dataclasses
 import json
 import os
+import threading
 
 import pytest
 
 from servetriage import ModelError
-from servetriage.classifier import ArtefactStore, embedder_for, ensure_model, load_model
+from servetriage.classifier import ArtefactStore, Engine, embedder_for, ensure_model, load_model
 from servetriage.corpus import Corpus
 
 
@@ -74,3 +75,16 @@ def test_the_incident_is_the_one_whose_examples_the_whole_log_resembles(trained)
     d = trained[2].diagnose_text(bundled_example().read_text())
     # Several gpu-oom incidents share the OOM signature; this log is an OOM while serving, not at start-up.
     assert d.category == "gpu-oom" and d.incident.id == "mem-vllm-runtime-oom-engine-dead"
+
+
+@pytest.mark.slow
+def test_the_threshold_can_be_asked_first(trained):
+    """Asking for the threshold before anything else builds the passes, which need the corpus, under one
+    lock: the lock must let the same thread take it again (a plain lock hung here)."""
+    settings, _, fitted = trained
+    fresh = Engine(settings)  # loads its own corpus and the model `trained` left in the data directory
+    answer: list[float] = []
+    worker = threading.Thread(target=lambda: answer.append(fresh.threshold), daemon=True)
+    worker.start()
+    worker.join(timeout=120)
+    assert answer == [fitted.threshold]
