@@ -2,9 +2,10 @@
 
 The calibrated ranking of `fuse` is adjusted by knowledge a logistic model over per-category features
 cannot hold: a symptom never outranks the fault before it, a kernel fault inside a feature's code is
-that feature's bug, and a log in which nothing failed is judged by its own figures. The engine runs
-`AFTER_FUSION` on every diagnosis, and the cross-validation that fits the threshold runs the very same
-sequence, so the served confidence is the one that was fitted. (The earlier-fault step runs before
+that feature's bug, a worker that dies once the operator's stop began is the stop going wrong, and a
+log in which nothing failed is judged by its own figures. The engine runs `AFTER_FUSION` on every
+diagnosis, and the cross-validation that fits the threshold runs the very same sequence, so the served
+confidence is the one that was fitted. (The earlier-fault step runs before
 fusion, on the ordering; the feedback memory, when serving, runs after this sequence.)
 """
 
@@ -29,9 +30,11 @@ class AdjustContext:
     """What the adjustments may read about one log (its figures are read once, when first asked)."""
 
     def __init__(self, ordering: Ordering, focus: Extract, text: str, has_faults: bool, corpus: Corpus,
-                 symptom_roles: frozenset[str], figures_text: Callable[[], str] | None = None) -> None:
+                 symptom_roles: frozenset[str], figures_text: Callable[[], str] | None = None,
+                 stopping_at: int | None = None) -> None:
+        """`stopping_at`: the first line of an operator's stop in the failed run (Reading.stopping_at)."""
         self.ordering, self.focus, self.text, self.has_faults = ordering, focus, text, has_faults
-        self.corpus, self.symptom_roles = corpus, symptom_roles
+        self.corpus, self.symptom_roles, self.stopping_at = corpus, symptom_roles, stopping_at
         self._figures_text = figures_text or (lambda: text)
 
     @functools.cached_property
@@ -95,7 +98,27 @@ class FigureVerdict:
         return dataclasses.replace(fusion, ranking=ranking, confidence=figures.confidence)
 
 
-AFTER_FUSION: tuple[Adjustment, ...] = (SymptomPrecedence(), FeatureRule(), FigureVerdict())
+@dataclasses.dataclass(frozen=True)
+class CrashWhileStopping:
+    """A worker that died after the operator's stop began, with no fault of its own before it, is the
+    stop going wrong (the spec's shutdown: a crash reported while being stopped, children killed
+    before the parent drained), not a dead worker to explain."""
+
+    name: str = "crash-while-stopping"
+    category: str = "shutdown"
+
+    def apply(self, fusion: Fusion, ctx: AdjustContext) -> Fusion:
+        if ctx.stopping_at is None or not fusion.ranking or fusion.ranking[0][0] not in ctx.symptom_roles:
+            return fusion
+        events = ctx.ordering.events
+        if not events or any(e.line_no < ctx.stopping_at or e.category not in ctx.symptom_roles for e in events):
+            return fusion  # something failed before the stop, or a cause is named: that is the diagnosis
+        top = fusion.ranking[0][1]
+        ranking = ((self.category, top),) + tuple((c, s) for c, s in fusion.ranking if c != self.category)
+        return dataclasses.replace(fusion, ranking=ranking)
+
+
+AFTER_FUSION: tuple[Adjustment, ...] = (SymptomPrecedence(), FeatureRule(), CrashWhileStopping(), FigureVerdict())
 
 
 def adjust(fusion: Fusion, ctx: AdjustContext, steps: tuple[Adjustment, ...] = AFTER_FUSION) -> Fusion:

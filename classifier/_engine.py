@@ -178,7 +178,7 @@ class Engine:
         fusion = fuse(ordering, learned.get("retrieval"), learned.get("classifier"), self.calibrator,
                       self.symptom_roles, rule_incidents, has_fault(ex))
         ctx = AdjustContext(ordering, ex, log.text, reading.has_faults, self.corpus, self.symptom_roles,
-                            lambda: _run_text(log.text, shape, chain))
+                            lambda: _run_text(log.text, shape, chain), reading.stopping_at)
         fusion = adjust(fusion, ctx)
         figures = ctx.figures
         if figures is not None:

@@ -16,7 +16,7 @@ from ._extract import Extract, extract
 from ._messages import MessageIndex
 from ._precedence import Ordering, order
 from ._rules import Scanner
-from ._shape import LifecyclePatterns, LogShape
+from ._shape import STOPPING, LifecyclePatterns, LogShape
 from ._types import Hit, Line
 
 
@@ -32,6 +32,14 @@ class Reading:
     @property
     def has_faults(self) -> bool:
         return bool(self.chain.faults)
+
+    @property
+    def stopping_at(self) -> int | None:
+        """The first line of an operator's stop (a signal, a shutdown notice) in the failed run."""
+        run = self.chain.run
+        if run is None:
+            return None
+        return next((m.line for m in self.shape.markers if m.kind == STOPPING and m.line in run), None)
 
 
 def read_log(text: str, scanner: Scanner, corpus: Corpus, patterns: LifecyclePatterns,

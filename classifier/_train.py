@@ -284,7 +284,8 @@ def _cross_validate(corpus: Corpus, prep: list[_Prepared], full_index: Index, qv
                 ordering = earlier_fault(reading.focus, reading.ordering,  # as served: before fusion
                                          lambda sub: (classifier_scores(clf, [document(sub)])[0],),  # noqa: B023 - called here
                                          symptom_roles | corpus.downstream) or reading.ordering
-                ctx = AdjustContext(ordering, reading.focus, p.example.text, reading.has_faults, corpus, symptom_roles)
+                ctx = AdjustContext(ordering, reading.focus, p.example.text, reading.has_faults, corpus, symptom_roles,
+                                    stopping_at=reading.stopping_at)
                 preds.append((p.example.category, ordering, rs, cs, faulty, ctx))
                 for c in candidates(ordering, rs, cs):
                     rows.append(features(c, ordering, rs, cs, symptom_roles, faulty))

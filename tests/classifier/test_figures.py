@@ -50,6 +50,13 @@ def test_benchmark_tables_are_read_by_their_numbers(engine):
     assert slow.category == "performance"
 
 
+def test_few_requests_a_second_from_one_client_decoding_well_are_a_report(engine):
+    one_client = "Max request concurrency:                 1\n" + BENCH.format(duration=43.4, rps=0.12, ttft=242.8)
+    assert engine.diagnose_text(one_client).category == "unknown"  # 4,100 tokens/s for the one request in flight
+    crawling = one_client.replace("4100.52", "3.10")
+    assert engine.diagnose_text(crawling).category == "performance"
+
+
 def test_figures_are_not_consulted_when_something_failed(engine):
     log = "".join(VLLM.format(s=s, tps=1.6, running=2) for s in (5, 10)) + \
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"

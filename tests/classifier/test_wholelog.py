@@ -240,3 +240,15 @@ def test_an_error_no_rule_names_does_not_silence_the_warning_a_rule_does(rules_e
     d = rules_engine.diagnose_text(probe + "ERROR 11-28 09:21:09 torch.OutOfMemoryError: CUDA out of memory. "
                                            "Tried to allocate 4.00 GiB\n")
     assert d.category == "gpu-oom" and max(d.passes.rules, key=d.passes.rules.get) == "gpu-oom"
+
+
+def test_a_worker_that_dies_after_the_operators_signal_is_the_stop_going_wrong(rules_engine):
+    dead = "ERROR 11-30 07:20:05 [async_llm.py:420] vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue."
+    signal = "INFO 11-30 07:20:04 [launcher.py:80] Shutting down FastAPI HTTP server: received signal SIGTERM"
+    d = rules_engine.diagnose_text(join(vllm_startup(), vllm_traffic(6), [signal, dead]))
+    assert d.category == "shutdown"
+    unprompted = rules_engine.diagnose_text(join(vllm_startup(), vllm_traffic(6), [dead]))
+    assert unprompted.category == "worker-dead"  # no stop began: the dead worker is still what to explain
+    oom = ("(VllmWorker rank=0 pid=88) ERROR 11-30 07:20:03 [multiproc_executor.py:527] "
+           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert rules_engine.diagnose_text(join(vllm_startup(), vllm_traffic(6), [oom, signal, dead])).category == "gpu-oom"
