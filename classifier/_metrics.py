@@ -142,9 +142,10 @@ def _server_verdict(server: list[_Figure], nonempty: int) -> MetricsVerdict | No
 def _bench_verdict(bench: dict[str, float], lines: list[tuple[int, str]]) -> MetricsVerdict:
     slow = []
     # Few requests a second are slow only when each request also decodes slowly: one client at a time
-    # asking for a thousand tokens finishes a request every ten seconds on a healthy server.
-    per_request = bench.get("output_tokens_per_s", 0.0) / max(bench.get("concurrency", 0.0), 1.0)
-    decodes_well = per_request >= SLOW_TOKENS_PER_REQUEST
+    # asking for a thousand tokens finishes a request every ten seconds on a healthy server. Without a
+    # printed concurrency (a request rate of inf sends them all at once) nothing says how many shared it.
+    concurrency = bench.get("concurrency", 0.0)
+    decodes_well = concurrency > 0 and bench.get("output_tokens_per_s", 0.0) / concurrency >= SLOW_TOKENS_PER_REQUEST
     if 0 < bench.get("requests_per_s", 1.0) < SLOW_REQUESTS_PER_S and not decodes_well:
         slow.append(f"{bench['requests_per_s']} requests/s")
     if bench.get("mean_ttft_ms", 0.0) > SLOW_MEAN_TTFT_MS:

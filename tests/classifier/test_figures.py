@@ -55,6 +55,8 @@ def test_few_requests_a_second_from_one_client_decoding_well_are_a_report(engine
     assert engine.diagnose_text(one_client).category == "unknown"  # 4,100 tokens/s for the one request in flight
     crawling = one_client.replace("4100.52", "3.10")
     assert engine.diagnose_text(crawling).category == "performance"
+    unknown_concurrency = BENCH.format(duration=9000.1, rps=0.05, ttft=210.5)  # all sent at once, as far as we know
+    assert engine.diagnose_text(unknown_concurrency).category == "performance"
 
 
 def test_figures_are_not_consulted_when_something_failed(engine):
