@@ -10,6 +10,7 @@ outranks.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable
 
@@ -38,24 +39,19 @@ def attribute(ex: Extract, code_paths: Iterable[CodePath], named: Iterable[int] 
     hits: list[Hit] = []
     frames: list[str] = []
     block = None
-    head: Line | None = None  # the block's first message line: a traceback's header or first frame
+    head: Line | None = None  # the block's first line: a traceback's header, or the first frame of a headless one
 
     def cut_off() -> None:
         if frames and head is not None and head.no not in named_lines and not head.exception:
             found = _innermost(frames, "", paths)
-            if found is not None:
-                hits.append(_hit(head, found[0], found[1], found[0] in symptoms, cut=True))
+            if found is not None:  # the hit stands on the traceback's first line, read as a message
+                hits.append(_hit(dataclasses.replace(head, frame=False), found[0], found[1], found[0] in symptoms,
+                                 cut=True))
 
     for line in ex.lines:
         if line.block != block:
             cut_off()
-            frames, block, head = [], line.block, None
-        if head is None and not line.frame:
-            head = line
-            m = FRAME.search(line.body)  # a headless traceback's first frame is its head
-            if m:
-                frames.append(f"{m.group(1)} in {m.group(2)}".lower())
-                continue
+            frames, block, head = [], line.block, line
         if line.frame:
             m = FRAME.search(line.body)
             if m:

@@ -297,9 +297,11 @@ def _traceback(text: str, no: int, end: int, rank: str | None, block: int) -> li
     """Read forward from a traceback header, following only lines of the same rank."""
     header_raw = text[text.rfind("\n", 0, end - 1) + 1: end]
     body, _, stamp, level = parse_prefix(header_raw)
-    unit = [Line(no=no, text=header_raw, body=body.strip(), rank=rank, timestamp=stamp, level=level, block=block)]
+    headless = bool(_FILE_LINE.match(body))  # a paste that opens inside a traceback: its first frame
+    unit = [Line(no=no, text=header_raw, body=body.strip(), rank=rank, timestamp=stamp, level=level, block=block,
+                 frame=headless)]
     pos, cur, frames, trailing = end + 1, no, 0, 0
-    scanned, after_file = 0, False
+    scanned, after_file = 0, headless
     while pos < len(text) and scanned < 4000:
         nl = text.find("\n", pos)
         raw = text[pos: len(text) if nl < 0 else nl]

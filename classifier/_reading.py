@@ -64,7 +64,7 @@ def read_log(text: str, scanner: Scanner, corpus: Corpus, patterns: LifecyclePat
     attributed = attribute(whole, corpus.code_paths, {h.line.no for h in hits}, symptom_roles)
     for h in attributed:
         if is_cut_off(h):  # a traceback cut before its exception still ended something
-            levels[h.line.no] = max(levels[h.line.no], Severity.ERROR)
+            levels[h.line.no] = max(levels.get(h.line.no, Severity.INFO), Severity.ERROR)
     hits += attributed
     faults = [l for l in whole.lines if not l.frame and (l.exception or levels[l.no] >= Severity.WARNING)]
     chain = find_chain(shape, faults, hits, frozenset(corpus.lifecycle.stop_categories), levels)
