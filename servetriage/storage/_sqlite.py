@@ -11,6 +11,7 @@ import fcntl
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +22,8 @@ import sqlite_utils
 from ._base import SQLITE, Database, Params, StorageError, Transaction
 
 BUSY_TIMEOUT_MS = 30_000
+OPEN_RETRY_FIRST_S = 0.02  # then doubling, up to
+OPEN_RETRY_MAX_S = 0.5
 
 
 class _SqliteTx(Transaction):
@@ -48,19 +51,38 @@ class SqliteDatabase(Database):
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.description = str(self.path)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000,
-                                   isolation_level=None)
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self.db = sqlite_utils.Database(conn)
-            self.db.enable_wal()
-            conn.execute("PRAGMA synchronous = FULL")
-            conn.execute("PRAGMA foreign_keys = ON")
-        except (OSError, sqlite3.Error) as exc:
-            raise StorageError(f"{self.path}: cannot open the database ({exc})") from None
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        pause = OPEN_RETRY_FIRST_S
+        while True:
+            try:
+                self.db = self._open()
+                break
+            except sqlite3.OperationalError as exc:
+                # Two processes opening a new file at once: switching it to WAL needs a lock SQLite
+                # does not wait for (its busy handler is not called there), so the open is retried.
+                if "locked" not in str(exc) or time.monotonic() + pause > deadline:
+                    raise StorageError(f"{self.path}: cannot open the database ({exc})") from None
+                time.sleep(pause)
+                pause = min(pause * 2, OPEN_RETRY_MAX_S)
+            except (OSError, sqlite3.Error) as exc:
+                raise StorageError(f"{self.path}: cannot open the database ({exc})") from None
         self._lock = threading.RLock()
         self._tx = _SqliteTx(self.db)
+
+    def _open(self) -> sqlite_utils.Database:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000,
+                               isolation_level=None)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            db = sqlite_utils.Database(conn)
+            db.enable_wal()
+            conn.execute("PRAGMA synchronous = FULL")
+            conn.execute("PRAGMA foreign_keys = ON")
+        except BaseException:
+            conn.close()
+            raise
+        return db
 
     @property
     def connection(self) -> sqlite3.Connection:
