@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from ._types import Hit
 
 GENERIC_RATIO = 0.75  # an earlier event wins only if its signature is at least this specific relative to the best
+DETAIL_LINES = 4      # a message's detail lines follow its headline this closely (NCCL's 'Last error:' block)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,8 +58,10 @@ def _in_time_order(events: list[Event]) -> list[Event]:
     return sorted(events, key=lambda e: e.line_no)
 
 
-def order(hits: list[Hit], explains: Mapping[str, frozenset[str]] | None = None) -> Ordering:
-    """`explains`: category -> the categories whose earlier lines it accounts for (precedence.yaml)."""
+def order(hits: list[Hit], explains: Mapping[str, frozenset[str]] | None = None,
+          details: Mapping[str, frozenset[str]] | None = None) -> Ordering:
+    """`explains`: category -> the categories whose earlier lines it accounts for; `details`: category ->
+    the categories of a headline it details when it follows within DETAIL_LINES (precedence.yaml)."""
     events = events_from_hits(hits)
     if not events:
         return Ordering(None, (), {}, ())
@@ -69,6 +72,12 @@ def order(hits: list[Hit], explains: Mapping[str, frozenset[str]] | None = None)
         later = events[events.index(initiating) + 1:]
         initiating = next((e for e in later if initiating.category in explains.get(e.category, ())
                            and e.best.specificity >= strongest * GENERIC_RATIO), initiating)
+    if details:
+        head = initiating
+        initiating = next((e for e in events[events.index(head) + 1:]
+                           if 0 < e.line_no - head.line_no <= DETAIL_LINES and not e.best.symptom
+                           and head.category in details.get(e.category, ())
+                           and e.best.specificity >= strongest * GENERIC_RATIO), head)
     scores: dict[str, float] = {}
     for e in events:
         for h in e.hits:

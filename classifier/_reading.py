@@ -68,7 +68,7 @@ def read_log(text: str, scanner: Scanner, corpus: Corpus, patterns: LifecyclePat
     hits += attributed
     faults = [l for l in whole.lines if not l.frame and (l.exception or levels[l.no] >= Severity.WARNING)]
     chain = find_chain(shape, faults, hits, frozenset(corpus.lifecycle.stop_categories), levels)
-    ordering = order(chain_hits(chain, hits, corpus.explains), corpus.explains)
+    ordering = order(chain_hits(chain, hits, corpus.explains), corpus.explains, corpus.details)
     first_serious = next((f.line.no for f in chain.faults if f.severity >= Severity.ERROR), None)
     routine = _Routine(levels, {h.line.no for h in hits}, first_serious)
     focus = tuple(l for l in whole.lines

@@ -242,13 +242,15 @@ def load_precedence(categories: dict[str, Category], path: Path | None = None) -
     paths = data.get("feature_code_paths") or {}
     markers = data.get("feature_markers") or {}
     explains = data.get("explains") or {}
-    if not isinstance(explains, dict) or not all(_is_str_list(v) and all(c in categories for c in v)
-                                                 for v in explains.values()):
-        raise CorpusError(f"{path}: 'explains' must map a category id to a list of category ids")
+    details = data.get("details") or {}
+    for name, table in (("explains", explains), ("details", details)):
+        if not isinstance(table, dict) or not all(_is_str_list(v) and all(c in categories for c in v)
+                                                  for v in table.values()):
+            raise CorpusError(f"{path}: '{name}' must map a category id to a list of category ids")
     if not isinstance(paths, dict) or not isinstance(markers, dict):
         raise CorpusError(f"{path}: 'feature_code_paths' and 'feature_markers' must be mappings")
     for name, ids in (("downstream", downstream), ("kernel_faults", kernel), ("feature_code_paths", list(paths)),
-                      ("feature_markers", list(markers)), ("explains", list(explains))):
+                      ("feature_markers", list(markers)), ("explains", list(explains)), ("details", list(details))):
         if not isinstance(ids, list) or any(c not in categories for c in ids):
             raise CorpusError(f"{path}: '{name}' must name category ids from the spec")
     for name, table in (("feature_code_paths", paths), ("feature_markers", markers)):
@@ -262,6 +264,7 @@ def load_precedence(categories: dict[str, Category], path: Path | None = None) -
         "code_paths": _code_paths(data.get("code_paths") or [], categories, path),
         "message_paths": _message_paths(data.get("message_paths") or [], categories, path),
         "explains": {c: frozenset(v) for c, v in explains.items()},
+        "details": {c: frozenset(v) for c, v in details.items()},
     }
 
 

@@ -129,6 +129,7 @@ class Corpus:
     feature_markers: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     code_paths: tuple[CodePath, ...] = ()
     explains: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)  # later fault -> earlier symptoms
+    details: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)  # a message's detail -> its headline
     lifecycle: Lifecycle = Lifecycle()
     message_paths: tuple[MessagePath, ...] = ()
     recovery: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)  # category -> (recovery, verify)
@@ -170,6 +171,7 @@ class Corpus:
                 h.update(ex.encode())
         h.update(json.dumps([dataclasses.asdict(c) for c in self.code_paths], sort_keys=True).encode())
         h.update(json.dumps({c: sorted(v) for c, v in self.explains.items()}, sort_keys=True).encode())
+        h.update(json.dumps({c: sorted(v) for c, v in self.details.items()}, sort_keys=True).encode())
         h.update(json.dumps(dataclasses.asdict(self.lifecycle), sort_keys=True).encode())
         h.update(json.dumps([dataclasses.asdict(m) for m in self.message_paths], sort_keys=True).encode())
         from ._catalogue import catalogue_digest  # noqa: PLC0415 - the catalogue is data beside the corpus, read as it is

@@ -62,3 +62,17 @@ def test_a_categorys_own_signature_names_it_where_no_incident_does(mini_corpus):
     # where an incident of the same category names the line, it alone is reported
     text = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
     assert [(h.incident, h.category) for h in Scanner(mini_corpus).scan(text)] == [("t-oom", "gpu-oom")]
+
+
+NCCL_HEADLINE = ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.cpp:77, "
+                 "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.26.2\n"
+                 "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.\n")
+SHM_DETAIL = "Error while creating shared memory segment /dev/shm/nccl-Ab12Cd (size 9637888)\n"
+
+
+def test_a_messages_own_detail_line_explains_its_headline(rules_engine):
+    d = rules_engine.diagnose_text(NCCL_HEADLINE + "Last error:\n" + SHM_DETAIL)
+    assert d.category == "host-memory" and d.initiating.line == 4
+    far = NCCL_HEADLINE + "".join(f"[rank0]: still waiting on peer {i}\n" for i in range(8)) + SHM_DETAIL
+    assert rules_engine.diagnose_text(far).passes.rules  # both still seen …
+    assert rules_engine.diagnose_text(far).category == "distributed-comm"  # … but a detail far below is no detail

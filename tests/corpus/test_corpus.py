@@ -85,6 +85,7 @@ def test_extra_directory_is_picked_up_without_code(tmp_path):
     ("code_paths: [{category: gpu-oom, frames: [x], exceptions: KeyError}]", "exceptions"),
     ("code_paths: [{category: gpu-oom, frames: [x], when: always}]", "expected a mapping"),
     ("explains: {distributed-comm: [no-such-thing]}", "explains"),
+    ("details: {host-memory: [no-such-thing]}", "details"),
     ("feature_markers: {structured-output: [1, 2]}", "feature_markers"),
     ("message_paths: [{category: context-length, paths: [core/], warnings: true}]", "true only with words"),
     ("message_paths: [{category: context-length, paths: [core/], words: long, warnings: 1}]", "warnings must be"),
