@@ -21,22 +21,31 @@ from ._types import Hit, Line
 
 SPECIFICITY = 0.5  # a real signature of 30+ characters outranks an attribution (order's GENERIC_RATIO)
 CUT_SPECIFICITY = 0.4  # a traceback cut before its exception: where it was, not what it raised
-CUT_PATTERN = "cut-off traceback"
 
 _EXC_TYPE = re.compile(r"^([A-Za-z_][\w.]*)")
 _SIGNALS = frozenset({"KeyboardInterrupt", "SystemExit", "CancelledError", "GeneratorExit"})
 
 
+@dataclasses.dataclass(frozen=True)
+class Attributed:
+    """Code-path hits: `raised` on exception lines; `cut` on the first line of a traceback that ends
+    before its exception (that line ended something, whatever its own level said)."""
+
+    raised: tuple[Hit, ...] = ()
+    cut: tuple[Hit, ...] = ()
+
+
 def attribute(ex: Extract, code_paths: Iterable[CodePath], named: Iterable[int] = (),
-              symptoms: frozenset[str] = frozenset()) -> list[Hit]:
+              symptoms: frozenset[str] = frozenset()) -> Attributed:
     """A hit for each traceback exception that no rule named (`named`: line numbers rules hit), and for
     each traceback cut off before its exception (a paste's last lines, a truncated excerpt): its
     innermost known frame, on the traceback's first line, weaker still."""
     paths = tuple(code_paths)
     if not paths:
-        return []
+        return Attributed()
     named_lines = set(named)
     hits: list[Hit] = []
+    cut: list[Hit] = []
     frames: list[str] = []
     block = None
     head: Line | None = None  # the block's first line: a traceback's header, or the first frame of a headless one
@@ -45,8 +54,9 @@ def attribute(ex: Extract, code_paths: Iterable[CodePath], named: Iterable[int] 
         if frames and head is not None and head.no not in named_lines and not head.exception:
             found = _innermost(frames, "", paths)
             if found is not None:  # the hit stands on the traceback's first line, read as a message
-                hits.append(_hit(dataclasses.replace(head, frame=False), found[0], found[1], found[0] in symptoms,
-                                 cut=True))
+                cut.append(Hit(incident="", category=found[0], pattern=f"cut-off traceback: {found[1]}",
+                               specificity=CUT_SPECIFICITY, line=dataclasses.replace(head, frame=False),
+                               symptom=found[0] in symptoms))
 
     for line in ex.lines:
         if line.block != block:
@@ -67,7 +77,7 @@ def attribute(ex: Extract, code_paths: Iterable[CodePath], named: Iterable[int] 
                     hits.append(_hit(line, category, fragment, category in symptoms))
             frames, head = [], None
     cut_off()
-    return hits
+    return Attributed(tuple(hits), tuple(cut))
 
 
 def _exception_type(line: Line) -> str:
@@ -88,14 +98,6 @@ def _innermost(frames: list[str], exc_type: str, paths: tuple[CodePath, ...]) ->
     return None
 
 
-def _hit(line: Line, category: str, fragment: str, symptom: bool, cut: bool = False) -> Hit:
-    if cut:
-        return Hit(incident="", category=category, pattern=f"{CUT_PATTERN}: {fragment}", specificity=CUT_SPECIFICITY,
-                   line=line, symptom=symptom)
+def _hit(line: Line, category: str, fragment: str, symptom: bool) -> Hit:
     return Hit(incident="", category=category, pattern=f"code path: {fragment}", specificity=SPECIFICITY,
                line=line, symptom=symptom)
-
-
-def is_cut_off(hit: Hit) -> bool:
-    """An attribution of a traceback that ends before its exception."""
-    return hit.pattern.startswith(CUT_PATTERN)

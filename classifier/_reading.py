@@ -11,7 +11,7 @@ import dataclasses
 from servetriage.corpus import Corpus
 
 from ._chain import Chain, Severity, chain_hits, find_chain, severity
-from ._codepath import attribute, is_cut_off
+from ._codepath import attribute
 from ._extract import Extract, extract
 from ._messages import MessageIndex
 from ._precedence import Ordering, order
@@ -62,10 +62,9 @@ def read_log(text: str, scanner: Scanner, corpus: Corpus, patterns: LifecyclePat
         warnings = [l for l in whole.lines if not l.frame and levels[l.no] == Severity.WARNING]
         hits += messages.warned(warnings, {h.line.no for h in hits}, symptom_roles)
     attributed = attribute(whole, corpus.code_paths, {h.line.no for h in hits}, symptom_roles)
-    for h in attributed:
-        if is_cut_off(h):  # a traceback cut before its exception still ended something
-            levels[h.line.no] = max(levels.get(h.line.no, Severity.INFO), Severity.ERROR)
-    hits += attributed
+    for h in attributed.cut:  # a traceback cut before its exception still ended something
+        levels[h.line.no] = max(levels.get(h.line.no, Severity.INFO), Severity.ERROR)
+    hits += attributed.raised + attributed.cut
     faults = [l for l in whole.lines if not l.frame and (l.exception or levels[l.no] >= Severity.WARNING)]
     chain = find_chain(shape, faults, hits, frozenset(corpus.lifecycle.stop_categories), levels)
     ordering = order(chain_hits(chain, hits, corpus.explains), corpus.explains, corpus.details)
