@@ -27,11 +27,12 @@ _FENCE = re.compile(r"^[ \t]*```[A-Za-z0-9_+-]*[ \t]*$\n?|^[ \t]*```|```[ \t]*$"
 _QUOTE = re.compile(r"^(?:>|&gt;)(?: |$)", re.M)
 # A runner's own prefix on every line: docker compose `vllm-1  | `, kubectl/stern `[pod/x/c] `,
 # journald `Dec 03 10:00:01 gpu-7 vllm[2291]: `, a Kubernetes node's container log (CRI)
-# `2025-07-25T07:53:08.217487+08:00 stdout F `.
+# `2025-07-25T07:53:08.217487+08:00 stdout F `, `kubectl logs --timestamps` / `docker logs -t`
+# `2025-07-25T07:53:08.217487123Z `, and a log explorer's export of the same, one list item a line.
 _CONTAINER = re.compile(r"^(?:[A-Za-z0-9][\w.-]*[ \t]+\|(?: |$)|\[pod/[^\]\s]+\] "
                         r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@-]+(?:\[\d+\])?: "
-                        r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) (?:stdout|stderr) [FP] )", re.M)
-_RUNNER_MARKS = ("|", "[pod/", "]: ", " stdout ", " stderr ")  # a cheap look before the full check
+                        r"|(?:- )?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?(?: (?:stdout|stderr) [FP])? )", re.M)
+_RUNNER_MARKS = re.compile(r"\||\[pod/|\]: |\dT\d\d:\d\d:")  # a cheap look before the full check
 CONTAINER_SHARE = 0.5  # the prefix is the runner's when at least this share of the first lines carry one
 _SAMPLE_LINES = 200
 
@@ -135,7 +136,7 @@ def normalize(text: str) -> str:
     if ">" in text[:4096] or "&gt;" in text[:4096]:
         text = _QUOTE.sub("", text)
     head = text[:4096]
-    if any(mark in head for mark in _RUNNER_MARKS) and _runner_prefixed(text):
+    if _RUNNER_MARKS.search(head) and _runner_prefixed(text):
         text = _CONTAINER.sub("", text)
     return text
 
