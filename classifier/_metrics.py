@@ -24,7 +24,8 @@ UNKNOWN = "unknown"
 ENGINE_HANG = "engine-hang"
 
 SLOW_TOKENS_PER_REQUEST = 5.0   # decode tokens/s per running request: below this any GPU is crawling
-METRICS_SHARE = 0.5             # a paste that is mostly throughput lines was pasted for its throughput
+EXCERPT_SHARE = 0.8             # a short paste that is all throughput lines was pasted for its throughput,
+EXCERPT_LINES = 40              # ... while a whole log of a busy server is mostly throughput lines and healthy
 MIN_METRIC_LINES = 3
 LATEST = 5                      # the last figure lines read as the server's current state
 MIN_STALLED = 3                 # intervals with requests in flight and no token at all: a hang
@@ -133,7 +134,7 @@ def _server_verdict(server: list[_Figure], nonempty: int) -> MetricsVerdict | No
             slow = tuple((f.no, f.text) for f in moving if f.tokens_per_s / f.running < SLOW_TOKENS_PER_REQUEST)
             return MetricsVerdict(PERFORMANCE, 0.85 if len(moving) >= MIN_METRIC_LINES else 0.6,
                                   f"decode runs at {per_request:.1f} tokens/s per running request", slow[-MAX_EVIDENCE:])
-    if len(server) >= MIN_METRIC_LINES and len(server) >= METRICS_SHARE * nonempty:
+    if len(server) >= MIN_METRIC_LINES and nonempty <= EXCERPT_LINES and len(server) >= EXCERPT_SHARE * nonempty:
         evidence = tuple((f.no, f.text) for f in server[:MAX_EVIDENCE])
         return MetricsVerdict(PERFORMANCE, 0.55, "the paste is throughput lines and nothing else", evidence)
     return None

@@ -9,7 +9,7 @@ import pytest
 
 from servetriage.classifier import paste_notes, render_text
 
-from wholelogs import (join, sglang_ima_crash, sglang_startup, sglang_traffic, sglang_truncation_warning,
+from wholelogs import (join, sglang_decoding, sglang_ima_crash, sglang_startup, sglang_traffic, sglang_truncation_warning,
                         trtllm_oom_crash, trtllm_startup, trtllm_traffic, trtllm_warmup_then_rejected_prompt, vllm_idle,
                         vllm_long_prompt_warning, vllm_oom_crash, vllm_sigterm_stop, vllm_startup, vllm_traffic)
 
@@ -25,6 +25,12 @@ def test_a_healthy_whole_log_is_unknown(rules_engine, engine_name):
     d = rules_engine.diagnose_text(HEALTHY[engine_name], f"{engine_name}.log")
     assert d.category == "unknown", (d.category, d.initiating)
     assert d.initiating is None and d.symptoms == ()
+
+
+def test_a_busy_servers_log_of_mostly_decode_lines_is_healthy(rules_engine):
+    busy = join(sglang_startup(), sglang_traffic(3), sglang_decoding(300))
+    assert rules_engine.diagnose_text(busy).category == "unknown"
+    assert rules_engine.diagnose_text(join(sglang_decoding(12))).category == "performance"  # pasted for its figures
 
 
 def test_a_handled_warning_is_context_not_the_answer(rules_engine):

@@ -133,6 +133,13 @@ def sglang_traffic(batches: int, minute: int = 5) -> list[str]:
     return out
 
 
+def sglang_decoding(batches: int, running: int = 24, minute: int = 5) -> list[str]:
+    """A busy server between arrivals: nothing but its decode lines."""
+    return [f"[2026-11-30 09:{minute + i // 30:02d}:{(i * 2) % 60:02d} TP0] Decode batch. #running-req: {running}, "
+            f"#token: {90000 + 900 * i}, token usage: 0.21, cuda graph: True, "
+            f"gen throughput (token/s): {running * 31.5 + i % 7:.2f}, #queue-req: 0" for i in range(batches)]
+
+
 def sglang_truncation_warning() -> list[str]:
     return ["[2026-11-30 09:06:41] Request length is longer than the KV cache pool size or the max context length. "
             "Truncated. len(req.origin_input_ids)=40960, max_req_input_len=32762."]
