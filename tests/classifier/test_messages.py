@@ -194,6 +194,15 @@ def test_a_place_takes_a_message_only_with_the_words_that_say_so(rules_engine):
         != "health-check"
 
 
+def test_a_message_that_names_the_gpu_generation_it_needs_is_unsupported_hardware_wherever_it_is(rules_engine):
+    place = rules_engine.messages.place
+    assert place("tensorrt_llm/llmapi/llm_args.py", "indexer_k_dtype='fp4' requires SM>=100 (Blackwell); current device "
+                 "is SM90.") == "unsupported-hardware"
+    assert place("sglang/srt/server_args.py", "TRTLLM MLA backend is only supported on Blackwell GPUs (SM100).") \
+        == "unsupported-hardware"
+    assert place("sglang/srt/server_args.py", "--tp-size must be divisible by --dp-size") != "unsupported-hardware"
+
+
 @pytest.mark.parametrize(("line", "category"), [
     ("what():  [TensorRT-LLM][ERROR] Assertion failed: max_context_len <= mMaxContextLength "
      "(/src/cpp/tensorrt_llm/plugins/gptAttentionPlugin/gptAttentionPlugin.cpp:249)", "context-length"),
@@ -207,6 +216,13 @@ def test_a_place_takes_a_message_only_with_the_words_that_say_so(rules_engine):
      "(/src/cpp/tensorrt_llm/common/attentionOp.cpp:2400)", "unsupported-hardware"),
     ("[TensorRT-LLM][ERROR] Assertion failed: mFreePrimaryBlocks list has no GPU blocks "
      "(/src/cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp:510)", "kv-cache-exhausted"),
+    ("[TensorRT-LLM][ERROR] Assertion failed: Unsupported data type, pre SM 80 GPUs do not support bfloat16 "
+     "(/src/cpp/tensorrt_llm/plugins/rmsnormPlugin/rmsnormPlugin.cpp:120)", "unsupported-hardware"),
+    ("what():  [TensorRT-LLM][ERROR] Assertion failed: No valid SQ GEMM tactic "
+     "(/src/cpp/tensorrt_llm/plugins/smoothQuantGemmPlugin/smoothQuantGemmPlugin.cpp:240)", "unsupported-hardware"),
+    ("[TensorRT-LLM][ERROR] Assertion failed: Error opening engine file: /engines/llama/rank3.engine "
+     "(/src/cpp/tensorrt_llm/runtime/utils/sessionUtils.cpp:44)", "model-load"),
+    ("AssertionError: Engine world size (2 * 1) != Runtime world size (4)", "invalid-config"),
 ])
 def test_tensorrt_llm_checks_in_broad_directories_are_placed_by_their_words(rules_engine, line, category):
     d = rules_engine.diagnose_text(line)
