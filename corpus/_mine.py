@@ -18,7 +18,7 @@ import dataclasses
 import gzip
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 MIN_LITERAL = 12          # a template with less literal text than this matches too much to be evidence
@@ -110,8 +110,11 @@ def render(template: str, value: str = "7") -> str:
 
 
 # -- Python ---------------------------------------------------------------------------------------
-def _parts_of(node: ast.AST) -> list[str | None] | None:
-    """The message of an expression as literal parts and placeholders; None when it is not a message."""
+def _parts_of(node: ast.AST, names: Mapping[str, list[str | None]] | None = None) -> list[str | None] | None:
+    """The message of an expression as literal parts and placeholders; None when it is not a message.
+    `names`: the messages bound to names so far (`msg = "…"; raise ValueError(msg)`)."""
+    if isinstance(node, ast.Name) and names is not None:
+        return names.get(node.id)
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return [node.value]
     if isinstance(node, ast.JoinedStr):
@@ -123,15 +126,15 @@ def _parts_of(node: ast.AST) -> list[str | None] | None:
                 parts.append(None)
         return parts
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-        left = _parts_of(node.left)
+        left = _parts_of(node.left, names)
         return _split(left, _PY_PERCENT) if left else None
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _parts_of(node.left), _parts_of(node.right)
+        left, right = _parts_of(node.left, names), _parts_of(node.right, names)
         if left is None and right is None:
             return None
         return (left or [None]) + (right or [None])
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
-        base = _parts_of(node.func.value)
+        base = _parts_of(node.func.value, names)
         return _split(base, _PY_BRACES) if base else None
     return None
 
@@ -154,19 +157,34 @@ def _split(parts: list[str | None], placeholder: re.Pattern[str]) -> list[str | 
 
 
 class _PyVisitor(ast.NodeVisitor):
-    def __init__(self) -> None:
+    """Messages raised, asserted, logged or warned, also through a name bound to the message first
+    (in the function, or as a module constant)."""
+
+    def __init__(self, constants: dict[str, list[str | None]]) -> None:
         self.found: list[tuple[str, str, str, list[str | None]]] = []  # function, level, exception, parts
         self._func: list[str] = []
+        self._names: list[dict[str, list[str | None]]] = [constants]
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self._func.append(node.name)
+        self._names.append(dict(self._names[0]))
         self.generic_visit(node)
+        self._names.pop()
         self._func.pop()
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            parts = _parts_of(node.value, self._names[-1])
+            if parts is not None:
+                self._names[-1][node.targets[0].id] = parts
+            else:
+                self._names[-1].pop(node.targets[0].id, None)
+        self.generic_visit(node)
+
     def _add(self, level: str, exception: str, node: ast.AST | None) -> None:
-        parts = _parts_of(node) if node is not None else None
+        parts = _parts_of(node, self._names[-1]) if node is not None else None
         if parts:
             self.found.append((self._func[-1] if self._func else "<module>", level, exception, parts))
 
@@ -188,7 +206,7 @@ class _PyVisitor(ast.NodeVisitor):
             owner = func.value
             owner_name = owner.id if isinstance(owner, ast.Name) else owner.attr if isinstance(owner, ast.Attribute) else ""
             if func.attr in PY_LEVELS and "log" in owner_name.lower():
-                parts = _parts_of(node.args[0])
+                parts = _parts_of(node.args[0], self._names[-1])
                 if parts:  # logging formats its arguments %-style, lazily
                     self.found.append((self._func[-1] if self._func else "<module>", PY_LEVELS[func.attr], "",
                                        _split(parts, _PY_PERCENT)))
@@ -202,7 +220,13 @@ def mine_python(source: str) -> list[tuple[str, str, str, list[str | None]]]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return []
-    visitor = _PyVisitor()
+    constants: dict[str, list[str | None]] = {}
+    for stmt in tree.body:  # module constants, wherever a function below uses them
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            parts = _parts_of(stmt.value)
+            if parts is not None:
+                constants[stmt.targets[0].id] = parts
+    visitor = _PyVisitor(constants)
     visitor.visit(tree)
     return visitor.found
 
@@ -396,6 +420,26 @@ def _skipped(rel: str) -> bool:
 
 
 def _template(parts: list[str | None]) -> str | None:
+    """The message as one line: a message printed over several lines is known by its first line that
+    says something (the line the exception's type is printed on, or the first after a leading break)."""
+    lines: list[list[str | None]] = [[]]
+    for part in parts:
+        if part is None:
+            lines[-1].append(None)
+            continue
+        first, *rest = part.split("\n")
+        lines[-1].append(first)
+        lines.extend([chunk] for chunk in rest)
+    if len(lines) > 1:
+        for line in lines:
+            template = _one_line(line)
+            if template is not None:
+                return template
+        return None
+    return _one_line(parts)
+
+
+def _one_line(parts: list[str | None]) -> str | None:
     merged: list[str] = []
     for part in parts:
         text = PLACEHOLDER if part is None else re.sub(r"\s+", " ", part)

@@ -16,3 +16,19 @@ class TokenPool:
             raise ValueError("No free slots in pool {} (size {})".format("kv", 0))
         warnings.warn("the legacy allocator path is deprecated and will be removed")
         raise MemoryError("short")  # too little literal text to be evidence
+
+
+VERSION_CLASH = """
+The pool was built for layout {0} but this runtime reads
+layout {1}. Rebuild the pool with the same release.
+"""
+
+
+def load_pool(path, layout, built):
+    if not path:
+        message = (f"No pool found at '{path}'.\n"
+                   "Check that:\n"
+                   "1. the path exists\n")
+        raise FileNotFoundError(message)
+    if layout != built:
+        raise RuntimeError(VERSION_CLASH.format(built, layout))
