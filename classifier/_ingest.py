@@ -28,10 +28,11 @@ _QUOTE = re.compile(r"^(?:>|&gt;)(?: |$)", re.M)
 # A runner's own prefix on every line: docker compose `vllm-1  | `, kubectl/stern `[pod/x/c] `,
 # journald `Dec 03 10:00:01 gpu-7 vllm[2291]: `, a Kubernetes node's container log (CRI)
 # `2025-07-25T07:53:08.217487+08:00 stdout F `, `kubectl logs --timestamps` / `docker logs -t`
-# `2025-07-25T07:53:08.217487123Z `, and a log explorer's export of the same, one list item a line.
+# `2025-07-25T07:53:08.217487123Z `, a log explorer's export of the same, one list item a line, and
+# Google Cloud Logging's copy, severity first (`ERROR 2025-07-25T07:53:08.217487123Z `).
 _CONTAINER = re.compile(r"^(?:[A-Za-z0-9][\w.-]*[ \t]+\|(?: |$)|\[pod/[^\]\s]+\] "
                         r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@-]+(?:\[\d+\])?: "
-                        r"|(?:- )?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?(?: (?:stdout|stderr) [FP])? )", re.M)
+                        r"|(?:- |(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) )?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?(?: (?:stdout|stderr) [FP])? )", re.M)
 _RUNNER_MARKS = re.compile(r"\||\[pod/|\]: |\dT\d\d:\d\d:")  # a cheap look before the full check
 CONTAINER_SHARE = 0.5  # the prefix is the runner's when at least this share of the first lines carry one
 _SAMPLE_LINES = 200

@@ -117,7 +117,7 @@ def test_non_seekable_stream_with_peek():
 
 @pytest.mark.parametrize("prefix", ["vllm-server-1  | ", "[pod/vllm-0/vllm] ", "Dec 03 10:00:01 gpu-node-7 vllm[2291]: ",
                                     "2026-03-02T10:00:01.123456789+00:00 stderr F ", "2026-03-02T10:00:01.123456789Z ",
-                                    "- 2026-03-02T10:00:01.123+00:00 "])
+                                    "- 2026-03-02T10:00:01.123+00:00 ", "ERROR 2026-03-02T10:00:01.123456789Z "])
 def test_a_runners_prefix_on_every_line_is_stripped(prefix):
     body = ["Traceback (most recent call last):", '  File "/app/server.py", line 3, in main', "KeyError: 'x'"]
     assert normalize("".join(prefix + l + "\n" for l in body)).splitlines() == body
