@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from servetriage.corpus import CodePath
 
@@ -21,6 +21,13 @@ from ._types import Hit, Line
 
 SPECIFICITY = 0.5  # a real signature of 30+ characters outranks an attribution (order's GENERIC_RATIO)
 CUT_SPECIFICITY = 0.4  # a traceback cut before its exception: where it was, not what it raised
+NATIVE_SPAN = 40       # lines under an error line read for its native backtrace
+NATIVE_LEAD = 3        # lines allowed between the error and the backtrace's first frame (`what():`, a banner)
+NATIVE_BYTES = 16384   # at most this much text under an error line is read
+MAX_NATIVE = 200       # error lines looked under, in a log that repeats its failure
+_NUMBERED = re.compile(r"^\s*#?\d+\s+(?:0x[0-9a-fA-F]+\s+)?(?:in\s+)?")  # `3  0x7f… `, `#3 0x… in `, ` 8 0x… `
+_SYMBOL = re.compile(r"(?<![\w./+-])((?:[A-Za-z_]\w*::)*~?[A-Za-z_]\w*)\s*\(")
+_QUALIFIED = re.compile(r"(?<![\w./+-])((?:[A-Za-z_]\w*::)+~?[A-Za-z_]\w*)\s*\(")
 
 _EXC_TYPE = re.compile(r"^([A-Za-z_][\w.]*)")
 _SIGNALS = frozenset({"KeyboardInterrupt", "SystemExit", "CancelledError", "GeneratorExit"})
@@ -78,6 +85,37 @@ def attribute(ex: Extract, code_paths: Iterable[CodePath], named: Iterable[int] 
             frames, head = [], None
     cut_off()
     return Attributed(tuple(hits), tuple(cut))
+
+
+def attribute_native(data: bytes, offset: Callable[[int], int], errors: Iterable[Line],
+                     code_paths: Iterable[CodePath], named: Iterable[int] = (),
+                     symptoms: frozenset[str] = frozenset()) -> list[Hit]:
+    """A hit for each error line no rule named that a native (C++) backtrace follows: the innermost frame
+    whose symbol a code path names (`tensorrt_llm::runtime::IpcMemory::allocateIpcMemory()` under a CUDA
+    error says the custom all-reduce's IPC set-up failed). `data` is the log, `offset` a line's start."""
+    paths = tuple(code_paths)
+    named_lines = set(named)
+    hits: list[Hit] = []
+    for line in [l for l in errors if l.no not in named_lines and not _NUMBERED.match(l.body)][:MAX_NATIVE]:
+        start = offset(line.no + 1)
+        below = data[start:start + NATIVE_BYTES].decode("utf-8", "replace").split("\n")[:NATIVE_SPAN]
+        symbols: list[str] = []
+        framed = False
+        for i, raw in enumerate(below):
+            numbered = _NUMBERED.match(raw)
+            m = _SYMBOL.search(raw, numbered.end()) if numbered else _QUALIFIED.search(raw)
+            if numbered is None and m is None:
+                if framed or i >= NATIVE_LEAD:
+                    break
+                continue
+            framed = True  # a frame without a symbol (`lib.so(+0x1ade70) [0x…]`) still continues the backtrace
+            if m is not None:
+                symbols.append(m.group(1).lower())
+        found = _innermost(symbols[::-1], "", paths) if symbols else None  # printed innermost first
+        if found is not None:
+            hits.append(Hit(incident="", category=found[0], pattern=f"native frame: {found[1]}",
+                            specificity=SPECIFICITY, line=line, symptom=found[0] in symptoms))
+    return hits
 
 
 def _exception_type(line: Line) -> str:

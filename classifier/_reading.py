@@ -11,7 +11,7 @@ import dataclasses
 from servetriage.corpus import Corpus
 
 from ._chain import Chain, Severity, chain_hits, find_chain, severity
-from ._codepath import attribute
+from ._codepath import attribute, attribute_native
 from ._extract import Extract, extract
 from ._messages import MessageIndex
 from ._precedence import Ordering, order
@@ -61,6 +61,9 @@ def read_log(text: str, scanner: Scanner, corpus: Corpus, patterns: LifecyclePat
         hits += placed
         warnings = [l for l in whole.lines if not l.frame and levels[l.no] == Severity.WARNING]
         hits += messages.warned(warnings, {h.line.no for h in hits}, symptom_roles)
+    serious = [l for l in whole.lines if not l.frame and (l.exception or levels[l.no] >= Severity.ERROR)]
+    hits += attribute_native(shape.data, shape.offset, serious, corpus.code_paths, {h.line.no for h in hits},
+                             symptom_roles)
     attributed = attribute(whole, corpus.code_paths, {h.line.no for h in hits}, symptom_roles)
     for h in attributed.cut:  # a traceback cut before its exception still ended something
         levels[h.line.no] = max(levels.get(h.line.no, Severity.INFO), Severity.ERROR)

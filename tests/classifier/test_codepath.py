@@ -107,3 +107,27 @@ def test_an_exception_module_named_line_is_found_though_its_class_name_says_no_e
     # `triton.runtime.errors.OutOfResources: …` carries none of the usual fault words
     line = "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 131072, Hardware limit: 65536"
     assert [l.no for l in extract("INFO starting\n" + line + "\n").lines if l.exception] == [2]
+
+
+NATIVE = (
+    "[TensorRT-LLM][ERROR] CUDA runtime error in cudaIpcOpenMemHandle(&peer, handle, cudaIpcMemLazyEnablePeerAccess): "
+    "peer access is not supported between these two devices\n"
+    "1       0x7f2a10c1d045 /opt/trtllm/libs/libtensorrt_llm.so(+0x91045) [0x7f2a10c1d045]\n"
+    "2       0x7f2a10e4a2fd tensorrt_llm::runtime::IpcMemory::allocateIpcMemory() + 685\n"
+    "3       0x7f2a10e4a4eb tensorrt_llm::runtime::IpcMemory::IpcMemory(unsigned long) + 283\n"
+    "4       0x7f2a10f01a13 tensorrt_llm::batch_manager::RuntimeBuffers::RuntimeBuffers() + 1412\n"
+)
+
+
+def test_an_error_over_a_native_backtrace_takes_the_category_of_its_innermost_known_symbol(settings, mini_corpus):
+    paths = (CodePath("distributed-comm", ("ipcmemory::",)), CodePath("model-load", ("runtimebuffers",)))
+    d = Engine(settings, corpus=dataclasses.replace(mini_corpus, code_paths=paths)).diagnose_text(NATIVE)
+    assert d.category == "distributed-comm" and d.initiating.line == 1
+    assert d.passes.rules == {"distributed-comm": 0.5}
+
+
+def test_a_native_backtrace_is_read_only_right_under_its_error(settings, mini_corpus):
+    paths = (CodePath("distributed-comm", ("ipcmemory::",)),)
+    apart = NATIVE.replace("\n1 ", "\nretrying once\nstill failing\nwaiting for peers\ngiving up\n1 ", 1)
+    d = Engine(settings, corpus=dataclasses.replace(mini_corpus, code_paths=paths)).diagnose_text(apart)
+    assert "distributed-comm" not in d.passes.rules
