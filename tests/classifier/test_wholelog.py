@@ -258,3 +258,10 @@ def test_a_worker_that_dies_after_the_operators_signal_is_the_stop_going_wrong(r
     oom = ("(VllmWorker rank=0 pid=88) ERROR 11-30 07:20:03 [multiproc_executor.py:527] "
            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
     assert rules_engine.diagnose_text(join(vllm_startup(), vllm_traffic(6), [oom, signal, dead])).category == "gpu-oom"
+
+
+def test_a_missing_optional_generation_config_is_no_failure_but_a_missing_config_is(rules_engine):
+    notice = ("[2026-11-30 09:00:12] Failed to load generation config for acme/coder-7b: acme/coder-7b does not appear "
+              "to have a file named {}. Checkout 'https://huggingface.co/acme/coder-7b/tree/main' for available files.")
+    assert rules_engine.diagnose_text(notice.format("generation_config.json")).category == "unknown"
+    assert rules_engine.diagnose_text(notice.format("config.json")).category == "model-load"
