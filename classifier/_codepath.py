@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 
 from servetriage.corpus import CodePath
 
-from ._extract import FRAME, Extract
+from ._extract import DUMP_HEADER, FRAME, Extract
 from ._types import Hit, Line
 
 SPECIFICITY = 0.5  # a real signature of 30+ characters outranks an attribution (order's GENERIC_RATIO)
@@ -59,7 +59,8 @@ def attribute(ex: Extract, code_paths: Iterable[CodePath], named: Iterable[int] 
 
     def cut_off() -> None:
         if frames and head is not None and head.no not in named_lines and not head.exception:
-            found = _innermost(frames, "", paths)
+            innermost_first = DUMP_HEADER.search(head.body) is not None
+            found = _innermost(frames[::-1] if innermost_first else frames, "", paths)
             if found is not None:  # the hit stands on the traceback's first line, read as a message
                 cut.append(Hit(incident="", category=found[0], pattern=f"cut-off traceback: {found[1]}",
                                specificity=CUT_SPECIFICITY, line=dataclasses.replace(head, frame=False),

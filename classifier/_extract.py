@@ -36,7 +36,8 @@ _STRONG = (
     r"[Aa]ssert|\bOOM\b|[Oo]ut of memory|[Tt]imed out|[Tt]imeout|\bdied\b|\bdead\b|[Ff]ailed|[Ff]ailure|"
     r"[Uu]nable to|[Cc]annot |[Cc]ould not|not supported|[Uu]nsupported|[Ii]nvalid|unrecognized|No such file|"
     r"[Pp]ermission denied|[Rr]efused|preempted|[Rr]etract|\bleak|\bhang|\bstuck\b|[Uu]nexpected|"
-    r"[Nn]ot enough|[Ii]nsufficient|[Ee]xceed|too (?:small|large|long|old)|[Mm]ismatch|"
+    r"[Nn]ot enough|[Ii]nsufficient|[Ee]xceed|too (?:small|large|long|old)|[Mm]ismatch|Segfault|"
+    r"Segmentation fault|most recent call first|"
     r"(?m:^)[a-z_]\w*(?:\.\w+)*\.[A-Z]\w*: "  # an exception named by its module, whatever its class's name
 )
 _WEAK = (
@@ -70,8 +71,11 @@ _EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warni
                        r"|^[a-z_][\w.]*\.[A-Z]\w*(?::|$)")
 
 _HEADER = "Traceback (most recent call last)"
+# A stack dump printed innermost first, with no exception under it: Python's faulthandler
+# (`Current thread 0x… (most recent call first):`) and a crash handler's native dump (`Segfault encountered`).
+DUMP_HEADER = re.compile(r"\(most recent call first\)|Segfault encountered")
 _FILE_LINE = re.compile(r'^\s*File "[^"]+", line \d+')
-FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')  # a frame's file and function
+FRAME = re.compile(r'File "([^"]+)", line \d+,? in (\S+)')  # a frame's file and function (faulthandler: no comma)
 
 _MONTHS = ("", "01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12")
 
@@ -273,7 +277,7 @@ def _assemble(text: str, picked: list[tuple[int, int, int]]) -> list[Line]:
         block += 1
         # A traceback header (also "Scheduler hit an exception: Traceback (most recent call last):"), or a
         # frame no header came before: a paste that starts inside a traceback reads on from its first frame.
-        if _HEADER in body or _FILE_LINE.match(body):
+        if _HEADER in body or _FILE_LINE.match(body) or DUMP_HEADER.search(body):
             unit = _traceback(text, no, end, rank, block)
             for line in unit:
                 seen.add(line.no)
@@ -298,6 +302,7 @@ def _traceback(text: str, no: int, end: int, rank: str | None, block: int) -> li
     header_raw = text[text.rfind("\n", 0, end - 1) + 1: end]
     body, _, stamp, level = parse_prefix(header_raw)
     headless = bool(_FILE_LINE.match(body))  # a paste that opens inside a traceback: its first frame
+    dump = bool(DUMP_HEADER.search(body))  # a stack dump: frames only, the next record ends it
     unit = [Line(no=no, text=header_raw, body=body.strip(), rank=rank, timestamp=stamp, level=level, block=block,
                  frame=headless)]
     pos, cur, frames, trailing = end + 1, no, 0, 0
@@ -335,8 +340,8 @@ def _traceback(text: str, no: int, end: int, rank: str | None, block: int) -> li
             if frames <= MAX_TRACEBACK_LINES:
                 unit.append(Line(no=cur, text=raw, body=b.strip(), rank=rank, timestamp=s, level=lv, block=block, frame=True))
             continue
-        if trailing and (s is not None or lv is not None) and not _EXC_LINE.match(b):
-            break  # a new log record: the exception message is over
+        if dump or (trailing and (s is not None or lv is not None) and not _EXC_LINE.match(b)):
+            break  # a new log record: the exception message (or the dump) is over
         unit.append(Line(no=cur, text=raw, body=b.strip(), rank=rank, timestamp=s, level=lv, block=block,
                          exception=not trailing))
         trailing += 1

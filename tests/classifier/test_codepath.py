@@ -131,3 +131,23 @@ def test_a_native_backtrace_is_read_only_right_under_its_error(settings, mini_co
     apart = NATIVE.replace("\n1 ", "\nretrying once\nstill failing\nwaiting for peers\ngiving up\n1 ", 1)
     d = Engine(settings, corpus=dataclasses.replace(mini_corpus, code_paths=paths)).diagnose_text(apart)
     assert "distributed-comm" not in d.passes.rules
+
+
+DUMP = (
+    "Fatal Python error: Segmentation fault\n"
+    "\n"
+    "Current thread 0x00007f3a2bfff640 (most recent call first):\n"
+    '  File "/opt/venv/lib/python3.11/site-packages/vllm/spec_decode/ngram_worker.py", line 88 in sampler_output\n'
+    '  File "/opt/venv/lib/python3.11/site-packages/acme/srt/mem_cache/radix_cache.py", line 140 in match_prefix\n'
+    "\n"
+    "Thread 0x00007f3a3c7fe640 (most recent call first):\n"
+    '  File "/usr/lib/python3.11/threading.py", line 331 in wait\n'
+)
+
+
+def test_a_stack_dump_printed_innermost_first_is_read_by_its_innermost_known_frame(settings, corpus):
+    healthy = "".join(f"INFO 11-30 09:00:{s:02d} [loggers.py:118] Engine 000: Avg prompt throughput: 12.0 tokens/s, "
+                      "Avg generation throughput: 210.5 tokens/s, Running: 3 reqs, Waiting: 0 reqs\n" for s in range(40))
+    d = Engine(settings, corpus=corpus).diagnose_text(healthy + DUMP)
+    assert d.passes.rules == {"speculative-decoding": 0.4}  # ngram_worker is innermost, not the radix cache
+    assert d.category == "speculative-decoding"
