@@ -32,7 +32,8 @@ _QUOTE = re.compile(r"^(?:>|&gt;)(?: |$)", re.M)
 # Google Cloud Logging's copy, severity first (`ERROR 2025-07-25T07:53:08.217487123Z `).
 _CONTAINER = re.compile(r"^(?:[A-Za-z0-9][\w.-]*[ \t]+\|(?: |$)|\[pod/[^\]\s]+\] "
                         r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@-]+(?:\[\d+\])?: "
-                        r"|(?:- |(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) )?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?(?: (?:stdout|stderr) [FP])? )", re.M)
+                        r"|(?:- |(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) )?"
+                        r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?(?: (?:stdout|stderr) [FP])? )", re.M)
 _RUNNER_MARKS = re.compile(r"\||\[pod/|\]: |\dT\d\d:\d\d:")  # a cheap look before the full check
 CONTAINER_SHARE = 0.5  # the prefix is the runner's when at least this share of the first lines carry one
 _SAMPLE_LINES = 200
