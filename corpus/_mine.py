@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 MIN_LITERAL = 12          # a template with less literal text than this matches too much to be evidence
+MIN_LINE_LITERAL = 24     # ... and a line taken from a message printed over several lines needs this much
 MAX_TEMPLATE = 400        # longer messages are cut (the head of a message identifies it)
 PY_LEVELS = {"error": "error", "exception": "error", "critical": "error", "fatal": "error", "warning": "warning",
              "warn": "warning", "warning_once": "warning", "info": "info", "info_once": "info", "debug": "debug"}
@@ -433,8 +434,10 @@ def _template(parts: list[str | None]) -> str | None:
     if len(lines) > 1:
         for line in lines:
             template = _one_line(line)
-            if template is not None:
+            if template is not None and len(template.replace(PLACEHOLDER, "").strip()) >= MIN_LINE_LITERAL:
                 return template
+            if template is not None or any(part for part in line if part and part.strip()):
+                return None  # the first line that says something is too short to name the message
         return None
     return _one_line(parts)
 

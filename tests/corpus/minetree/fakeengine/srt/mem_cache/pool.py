@@ -26,9 +26,10 @@ layout {1}. Rebuild the pool with the same release.
 
 def load_pool(path, layout, built):
     if not path:
-        message = (f"No pool found at '{path}'.\n"
+        message = (f"No token pool was found at '{path}'.\n"
                    "Check that:\n"
                    "1. the path exists\n")
         raise FileNotFoundError(message)
     if layout != built:
         raise RuntimeError(VERSION_CLASH.format(built, layout))
+    raise ImportError(f"Failed to load {path}\n{layout}: {built}")  # a first line too short to name it
