@@ -11,8 +11,12 @@ outranks.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Callable, Iterable
+from typing import Any
+
+import re2
 
 from servetriage.corpus import CodePath
 
@@ -29,6 +33,8 @@ _NUMBERED = re.compile(r"^\s*#?\d+\s+(?:0x[0-9a-fA-F]+\s+)?(?:in\s+)?")  # `3  0
 _SYMBOL = re.compile(r"(?<![\w./+-])((?:[A-Za-z_]\w*::)*~?[A-Za-z_]\w*)\s*\(")
 _QUALIFIED = re.compile(r"(?<![\w./+-])((?:[A-Za-z_]\w*::)+~?[A-Za-z_]\w*)\s*\(")
 
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
 _EXC_TYPE = re.compile(r"^([A-Za-z_][\w.]*)")
 _SIGNALS = frozenset({"KeyboardInterrupt", "SystemExit", "CancelledError", "GeneratorExit"})
 
@@ -79,7 +85,7 @@ def attribute(ex: Extract, code_paths: Iterable[CodePath], named: Iterable[int] 
             continue
         if line.exception and frames:
             if line.no not in named_lines:
-                found = _innermost(frames, _exception_type(line), paths)
+                found = _innermost(frames, _exception_type(line), paths, line.body)
                 if found is not None:
                     category, fragment = found
                     hits.append(_hit(line, category, fragment, category in symptoms))
@@ -124,17 +130,27 @@ def _exception_type(line: Line) -> str:
     return m.group(1).rsplit(".", 1)[-1] if m else ""
 
 
-def _innermost(frames: list[str], exc_type: str, paths: tuple[CodePath, ...]) -> tuple[str, str] | None:
+def _innermost(frames: list[str], exc_type: str, paths: tuple[CodePath, ...],
+               message: str = "") -> tuple[str, str] | None:
+    """The first entry naming the innermost frame it can (`message`: the exception line, for entries
+    that take only some messages; a traceback cut before its exception has none)."""
     if exc_type in _SIGNALS:
         return None
     for where in reversed(frames):  # Python prints the innermost frame last
         for entry in paths:
             if entry.exceptions and exc_type not in entry.exceptions:
                 continue
+            if entry.words is not None and not (message and _words(entry.words).search(message)):
+                continue
             for fragment in entry.frames:
                 if fragment.lower() in where:
                     return entry.category, fragment
     return None
+
+
+@functools.lru_cache(maxsize=64)
+def _words(pattern: str) -> Any:  # an RE2 pattern (the binding is untyped)
+    return re2.compile(pattern, _RE2_OPTIONS)
 
 
 def _hit(line: Line, category: str, fragment: str, symptom: bool) -> Hit:

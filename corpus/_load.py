@@ -278,15 +278,20 @@ def _code_paths(entries: Any, categories: dict[str, Category], path: Path) -> tu
     out = []
     for n, entry in enumerate(entries):
         where = f"{path}: code_paths[{n}]"
-        if not isinstance(entry, dict) or set(entry) - {"category", "frames", "exceptions"}:
-            raise CorpusError(f"{where}: expected a mapping with category, frames and optional exceptions")
+        if not isinstance(entry, dict) or set(entry) - {"category", "frames", "exceptions", "words"}:
+            raise CorpusError(f"{where}: expected a mapping with category, frames and optional exceptions and words")
         if entry.get("category") not in categories or entry["category"] == UNKNOWN:
             raise CorpusError(f"{where}: unknown category {entry.get('category')!r}")
         if not _is_str_list(entry.get("frames")) or not entry["frames"]:
             raise CorpusError(f"{where}: frames must be a non-empty list of strings")
         if "exceptions" in entry and not _is_str_list(entry["exceptions"]):
             raise CorpusError(f"{where}: exceptions must be a list of exception type names")
-        out.append(CodePath(entry["category"], tuple(entry["frames"]), tuple(entry.get("exceptions") or ())))
+        words = entry.get("words")
+        if words is not None:
+            if not isinstance(words, str) or not words:
+                raise CorpusError(f"{where}: words must be an RE2 pattern")
+            _patterns([words], where)
+        out.append(CodePath(entry["category"], tuple(entry["frames"]), tuple(entry.get("exceptions") or ()), words))
     return tuple(out)
 
 

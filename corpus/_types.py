@@ -44,6 +44,7 @@ class CodePath:
     category: str
     frames: tuple[str, ...]           # fragments of "path in function", matched case-insensitively
     exceptions: tuple[str, ...] = ()  # exception type names this entry is limited to (empty: any)
+    words: str | None = None          # an RE2 regex the exception's message must match (None: any message)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -151,3 +151,16 @@ def test_a_stack_dump_printed_innermost_first_is_read_by_its_innermost_known_fra
     d = Engine(settings, corpus=corpus).diagnose_text(healthy + DUMP)
     assert d.passes.rules == {"speculative-decoding": 0.4}  # ngram_worker is innermost, not the radix cache
     assert d.category == "speculative-decoding"
+
+
+def test_an_entry_with_words_takes_only_the_exceptions_that_say_them(settings, mini_corpus):
+    refusal = CodePath("invalid-config", ("acme/",), ("ValueError",), r"only supports|not supported with")
+    paths = (refusal, CodePath("radix-cache-state", ("radix_cache",)))
+    engine = Engine(settings, corpus=dataclasses.replace(mini_corpus, code_paths=paths))
+    tb = ("Traceback (most recent call last):\n"
+          '  File "/opt/venv/lib/python3.11/site-packages/acme/srt/mem_cache/radix_cache.py", line 96, in __init__\n'
+          "    raise ValueError(msg)\n"
+          "ValueError: {}\n")
+    assert engine.diagnose_text(tb.format("The hierarchical cache only supports MHA and MLA models")).passes.rules \
+        == {"invalid-config": 0.5}
+    assert engine.diagnose_text(tb.format("node 17 has no parent")).passes.rules == {"radix-cache-state": 0.5}
