@@ -203,6 +203,16 @@ def test_a_message_that_names_the_gpu_generation_it_needs_is_unsupported_hardwar
     assert place("sglang/srt/server_args.py", "--tp-size must be divisible by --dp-size") != "unsupported-hardware"
 
 
+def test_a_refused_setting_is_invalid_config_in_any_features_directory_but_an_unknown_model_is_model_load(rules_engine):
+    place = rules_engine.messages.place
+    assert place("sglang/srt/mem_cache/hiradix_cache.py", "HiRadixCache only supports MHA and MLA models") \
+        == "invalid-config"
+    assert place("vllm/v1/spec_decode/eagle.py", "draft_tensor_parallel_size is not supported with {}") == "invalid-config"
+    assert place("tensorrt_llm/models/automodel.py",
+                 "The given huggingface model architecture {} is not supported in TRT-LLM yet") == "model-load"
+    assert place("sglang/srt/mem_cache/radix_cache.py", "node {} has no parent") == "radix-cache-state"
+
+
 @pytest.mark.parametrize(("line", "category"), [
     ("what():  [TensorRT-LLM][ERROR] Assertion failed: max_context_len <= mMaxContextLength "
      "(/src/cpp/tensorrt_llm/plugins/gptAttentionPlugin/gptAttentionPlugin.cpp:249)", "context-length"),
