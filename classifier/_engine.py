@@ -12,6 +12,7 @@ import functools
 import re
 import threading
 import time
+from collections.abc import Mapping
 from typing import Protocol
 
 from servetriage._settings import Settings
@@ -218,7 +219,7 @@ class Engine:
         )
         incident = None
         if category != UNKNOWN:
-            inc = corpus.incident(fusion.incident_for.get(category, "")) or next(corpus.by_category(category), None)
+            inc = corpus.incident(fusion.incident_for.get(category, "")) or _resembled(corpus, category, learned)
             incident = self._ref(inc) if inc else None
         initiating = None
         symptoms: tuple[Symptom, ...] = ()
@@ -290,6 +291,17 @@ class Engine:
                 if len(chosen) >= 4:
                     break
         return tuple(sorted(chosen.values(), key=lambda e: e.line)[:MAX_EVIDENCE])
+
+
+def _resembled(corpus: Corpus, category: str, learned: Mapping[str, PassScores]) -> Incident | None:
+    """The category's incident for an answer no incident named (a catalogue placement, a code path, a
+    source group's example): the one the whole log resembles most, else the category's first."""
+    alike = learned["classifier"].incident_scores if "classifier" in learned else {}
+    mine = list(corpus.by_category(category))
+    if not mine:
+        return None
+    best = max(mine, key=lambda i: alike.get(i.id, -1.0))
+    return best if alike.get(best.id) is not None else mine[0]
 
 
 def _rule_incidents(ordering: Ordering, retrieval: PassScores | None, classifier: PassScores | None) -> dict[str, str]:

@@ -77,6 +77,19 @@ def test_the_incident_is_the_one_whose_examples_the_whole_log_resembles(trained)
     assert d.category == "gpu-oom" and d.incident.id == "mem-vllm-runtime-oom-engine-dead"
 
 
+def test_an_answer_no_incident_names_shows_the_incident_the_log_resembles(trained, rules_engine):
+    """A catalogue placement names a category, not an incident: the answer's cause text comes from the
+    category's incident the log resembles (a PD router's), not from whichever incident the corpus lists first."""
+    paste = ("$ python3 -m sglang_router.launch_router --pd-disaggregation --prefill http://10.0.3.17:30000 "
+             "--policy cache_aware\n"
+             "Error starting router: PD disaggregation mode requires --decode\n")
+    first = rules_engine.diagnose_text(paste)
+    d = trained[2].diagnose_text(paste)
+    assert first.category == d.category == "router"
+    assert first.incident.id == next(trained[1].by_category("router")).id  # no learned passes: the first
+    assert d.incident.id != first.incident.id and "pd" in d.incident.id
+
+
 @pytest.mark.slow
 def test_the_threshold_can_be_asked_first(trained):
     """Asking for the threshold before anything else builds the passes, which need the corpus, under one
