@@ -298,10 +298,8 @@ def _resembled(corpus: Corpus, category: str, learned: Mapping[str, PassScores])
     source group's example): the one the whole log resembles most, else the category's first."""
     alike = learned["classifier"].incident_scores if "classifier" in learned else {}
     mine = list(corpus.by_category(category))
-    if not mine:
-        return None
-    best = max(mine, key=lambda i: alike.get(i.id, -1.0))
-    return best if alike.get(best.id) is not None else mine[0]
+    scored = [i for i in mine if i.id in alike]
+    return max(scored, key=lambda i: alike[i.id]) if scored else next(iter(mine), None)
 
 
 def _rule_incidents(ordering: Ordering, retrieval: PassScores | None, classifier: PassScores | None) -> dict[str, str]:

@@ -431,15 +431,12 @@ def _template(parts: list[str | None]) -> str | None:
         first, *rest = part.split("\n")
         lines[-1].append(first)
         lines.extend([chunk] for chunk in rest)
-    if len(lines) > 1:
-        for line in lines:
-            template = _one_line(line)
-            if template is not None and len(template.replace(PLACEHOLDER, "").strip()) >= MIN_LINE_LITERAL:
-                return template
-            if template is not None or any(part for part in line if part and part.strip()):
-                return None  # the first line that says something is too short to name the message
-        return None
-    return _one_line(parts)
+    if len(lines) == 1:
+        return _one_line(parts)
+    said = next((line for line in lines if any(part and part.strip() for part in line)), None)
+    template = _one_line(said) if said is not None else None
+    long_enough = template is not None and len(template.replace(PLACEHOLDER, "").strip()) >= MIN_LINE_LITERAL
+    return template if long_enough else None  # a first line too short to name the message names nothing
 
 
 def _one_line(parts: list[str | None]) -> str | None:
