@@ -25,6 +25,7 @@ from ._types import Hit, Line
 
 SPECIFICITY = 0.5  # a real signature of 30+ characters outranks an attribution (order's GENERIC_RATIO)
 CUT_SPECIFICITY = 0.4  # a traceback cut before its exception: where it was, not what it raised
+SUBJECT_SPECIFICITY = 0.45  # the class an exception names (`'EagleProposer' object has no …`): whose object, not whose code
 NATIVE_SPAN = 40       # lines under an error line read for its native backtrace
 NATIVE_LEAD = 3        # lines allowed between the error and the backtrace's first frame (`what():`, a banner)
 NATIVE_BYTES = 16384   # at most this much text under an error line is read
@@ -36,6 +37,8 @@ _QUALIFIED = re.compile(r"(?<![\w./+-])((?:[A-Za-z_]\w*::)+~?[A-Za-z_]\w*)\s*\("
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
 _EXC_TYPE = re.compile(r"^([A-Za-z_][\w.]*)")
+_SUBJECT = re.compile(r"'([A-Za-z_]\w{3,})' object\b")  # the interpreter's own wording names the object's class
+_NOT_ALNUM = re.compile(r"[^a-z0-9]")
 _SIGNALS = frozenset({"KeyboardInterrupt", "SystemExit", "CancelledError", "GeneratorExit"})
 
 
@@ -122,6 +125,30 @@ def attribute_native(data: bytes, offset: Callable[[int], int], errors: Iterable
         if found is not None:
             hits.append(Hit(incident="", category=found[0], pattern=f"native frame: {found[1]}",
                             specificity=SPECIFICITY, line=line, symptom=found[0] in symptoms))
+    return hits
+
+
+def attribute_subject(lines: Iterable[Line], code_paths: Iterable[CodePath], named: Iterable[int] = (),
+                      symptoms: frozenset[str] = frozenset()) -> list[Hit]:
+    """A hit for each exception line no rule or frame named whose message names an object's class that
+    a code path names (`'EagleProposer' object has no attribute 'positions'` is the EAGLE proposer's bug,
+    wherever the traceback was cut). Fragments are compared without separators (`radix_cache` names
+    `RadixCache`); entries limited to some messages or exception types are not used."""
+    fragments = [(p.category, f, _NOT_ALNUM.sub("", f.lower())) for p in code_paths if p.words is None
+                 and not p.exceptions for f in p.frames if not f.startswith("in ")]
+    named_lines = set(named)
+    hits: list[Hit] = []
+    for line in lines:
+        if line.frame or not line.exception or line.no in named_lines:
+            continue
+        m = _SUBJECT.search(line.body)
+        if m is None or _exception_type(line) in _SIGNALS:
+            continue
+        subject = m.group(1).lower()
+        found = next(((c, f) for c, f, bare in fragments if bare and bare in subject), None)
+        if found is not None:
+            hits.append(Hit(incident="", category=found[0], pattern=f"object of {m.group(1)}: {found[1]}",
+                            specificity=SUBJECT_SPECIFICITY, line=line, symptom=found[0] in symptoms))
     return hits
 
 

@@ -34,6 +34,9 @@ _CONTAINER = re.compile(r"^(?:[A-Za-z0-9][\w.-]*[ \t]+\|(?: |$)|\[pod/[^\]\s]+\]
                         r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@-]+(?:\[\d+\])?: "
                         r"|(?:- |(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) )?"
                         r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?(?: (?:stdout|stderr) [FP])? )", re.M)
+# A parent process that logs its child's output streams, inside or outside a runner's prefix
+# (FastChat's `2024-02-20 21:46:23 | ERROR | stderr | `: the level is the stream's, not the line's).
+_SUPERVISOR = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \| [A-Z]+ +\| (?:stdout|stderr) \| ", re.M)
 _RUNNER_MARKS = re.compile(r"\||\[pod/|\]: |\dT\d\d:\d\d:")  # a cheap look before the full check
 CONTAINER_SHARE = 0.5  # the prefix is the runner's when at least this share of the first lines carry one
 _SAMPLE_LINES = 200
@@ -138,15 +141,17 @@ def normalize(text: str) -> str:
     if ">" in text[:4096] or "&gt;" in text[:4096]:
         text = _QUOTE.sub("", text)
     head = text[:4096]
-    if _RUNNER_MARKS.search(head) and _runner_prefixed(text):
+    if _RUNNER_MARKS.search(head) and _runner_prefixed(text, _CONTAINER):
         text = _CONTAINER.sub("", text)
+    if "| std" in text[:4096] and _runner_prefixed(text, _SUPERVISOR):
+        text = _SUPERVISOR.sub("", text)
     return text
 
 
-def _runner_prefixed(text: str) -> bool:
-    """Most of the first lines carry a container runner's prefix (so a table's `|` is left alone)."""
+def _runner_prefixed(text: str, prefix: re.Pattern[str]) -> bool:
+    """Most of the first lines carry a runner's `prefix` (so a table's `|` is left alone)."""
     lines = [l for l in text[:65536].split("\n", _SAMPLE_LINES)[:_SAMPLE_LINES] if l.strip()]
-    return bool(lines) and sum(1 for l in lines if _CONTAINER.match(l)) >= CONTAINER_SHARE * len(lines)
+    return bool(lines) and sum(1 for l in lines if prefix.match(l)) >= CONTAINER_SHARE * len(lines)
 
 
 def _read_limited(stream: _Reader, name: str, limit: int) -> bytes:

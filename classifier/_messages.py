@@ -49,9 +49,13 @@ class MessageIndex:
     """The catalogue, indexed for one line at a time, with each template's place as a category."""
 
     def __init__(self, templates: Sequence[Template], paths: Sequence[MessagePath],
-                 by_word: dict[str, list[int]] | None = None) -> None:
+                 by_word: dict[str, list[int]] | None = None, generic: Sequence[str] = ()) -> None:
+        """`generic`: patterns of wording that says nothing of where it was printed (precedence.yaml's
+        `generic_messages`: the interpreter's own `'X' object has no attribute 'y'`, re-raised by a file)."""
         self._templates = tuple(templates)
         self._paths = tuple(paths)
+        self._generic = tuple(generic)
+        self._generic_rx = re2.compile("|".join(f"(?:{g})" for g in generic), _OPTIONS) if generic else None
         self._words = tuple(re2.compile(p.words, _OPTIONS) if p.words else None for p in self._paths)
         self._by_word = by_word if by_word is not None else _anchors(self._templates)
         self._compiled: dict[int, re2._Regexp] = {}
@@ -66,7 +70,11 @@ class MessageIndex:
 
     def without(self, drop: Callable[[Template], bool]) -> MessageIndex:
         """The same index less some templates (cross-validation holds out whole source directories)."""
-        return MessageIndex([t for t in self._templates if not drop(t)], self._paths)
+        return MessageIndex([t for t in self._templates if not drop(t)], self._paths, generic=self._generic)
+
+    def places_nothing(self, t: Template) -> bool:
+        """A template whose wording could come from anywhere (`generic_messages`)."""
+        return self._generic_rx is not None and self._generic_rx.search(t.template) is not None
 
     def lookup(self, text: str, levels: frozenset[str] | None = None) -> Template | None:
         """The known message `text` holds (the most literal template that matches), else None."""
@@ -116,7 +124,7 @@ class MessageIndex:
             if category is not None:
                 return category, f"location: {loc.group(1)}:{loc.group(2)}"
         t = self.lookup(line.body, ERROR_LEVELS)
-        if t is None:
+        if t is None or self.places_nothing(t):
             return None, ""
         return self.place(t.file, t.template), f"catalogue: {t.engine} {t.file} in {t.function}"
 
@@ -129,7 +137,7 @@ class MessageIndex:
 
     def _placed_warning(self, line: Line) -> tuple[str | None, str]:
         t = self.lookup(line.body, WARNING_LEVELS)
-        if t is None:
+        if t is None or self.places_nothing(t):
             return None, ""
         return self.place(t.file, t.template, warning=True), f"catalogue: {t.engine} {t.file} in {t.function} (a warning)"
 
@@ -181,16 +189,16 @@ def message_index(corpus: Corpus, cache_dir: Path | None = None) -> MessageIndex
     """The packaged catalogue placed by the corpus's `message_paths`; read from (or written to)
     `cache_dir` when given. An unreadable cache is rebuilt, an unwritable one only costs time."""
     if cache_dir is None:
-        return MessageIndex(load_catalogue(), corpus.message_paths)
+        return MessageIndex(load_catalogue(), corpus.message_paths, generic=corpus.generic_messages)
     path = cache_dir / f"{CACHE_PREFIX}{catalogue_digest()}-{INDEX_LAYOUT}.pickle.z"
     try:
         templates, by_word = pickle.loads(zlib.decompress(path.read_bytes()))
-        return MessageIndex(templates, corpus.message_paths, by_word)
+        return MessageIndex(templates, corpus.message_paths, by_word, corpus.generic_messages)
     except (OSError, zlib.error, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError):
         pass
     templates = load_catalogue()
     by_word = _anchors(templates)
-    index = MessageIndex(templates, corpus.message_paths, by_word)
+    index = MessageIndex(templates, corpus.message_paths, by_word, corpus.generic_messages)
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
         replace_file(path, zlib.compress(pickle.dumps((templates, by_word), protocol=5), 1))

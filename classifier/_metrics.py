@@ -22,6 +22,8 @@ PERFORMANCE = "performance"
 UNKNOWN = "unknown"
 
 ENGINE_HANG = "engine-hang"
+SPECULATIVE = "speculative-decoding"
+KV_EXHAUSTED = "kv-cache-exhausted"
 
 SLOW_TOKENS_PER_REQUEST = 5.0   # decode tokens/s per running request: below this any GPU is crawling
 EXCERPT_SHARE = 0.8             # a short paste that is all throughput lines was pasted for its throughput,
@@ -33,11 +35,17 @@ RELATIVE_DROP = 0.25            # the latest per-request decode rate below this 
 SLOW_REQUESTS_PER_S = 0.2       # benchmark figures that only a broken or saturated setup produces
 SLOW_MEAN_TTFT_MS = 60_000.0
 SLOW_TPOT_MS = 250.0
+FULL_KV = 0.95                  # the KV pool this full while requests crawl or stall: requests wait for blocks
+LOW_ACCEPT_LENGTH = 2.0         # tokens per verify step, the bonus token included: 1.0 is a draft never accepted
+LOW_ACCEPT_RATE = 0.5           # a draft whose tokens are mostly rejected costs more than it saves
 WINDOW = 2 << 20                # a log over twice this size is read at its head only
 MAX_EVIDENCE = 4
 
 _VLLM = re.compile(r"(?:Avg prompt throughput: ([\d.]+) tokens/s, )?Avg generation throughput: ([\d.]+) tokens/s, "
                    r"Running: (\d+) reqs(?:, (?:Swapped: \d+ reqs, )?(?:Pending|Waiting): (\d+) reqs)?")
+_ACCEPT_LENGTH = re.compile(r"[Aa]ccept(?:ance)? len(?:gth)?:\s*([\d.]+)")
+_ACCEPT_RATE = re.compile(r"[Aa]ccept(?:ance)? rate:\s*([\d.]+)(%?)")
+_KV_USAGE = re.compile(r"GPU KV cache usage: ([\d.]+)%|\btoken usage: ([\d.]+)")
 _SGLANG = re.compile(r"Decode batch[.,] #running-req: (\d+),.*?gen throughput \(token/s\): ([\d.]+)(?:.*?#queue-req: (\d+))?")
 
 
@@ -49,6 +57,7 @@ class _Figure:
     running: int
     waiting: int
     prompt_per_s: float = 0.0
+    kv_usage: float = -1.0  # share of the KV pool in use, when the line says
 _BENCH = {
     "requests_per_s": re.compile(r"Request [Tt]hroughput \((?:req/s|req/sec)\):\s*([\d.]+)"),
     "mean_ttft_ms": re.compile(r"(?:Mean TTFT \(ms\)|Average time-to-first-token \[TTFT\] \(ms\)):\s*([\d.]+)"),
@@ -76,26 +85,73 @@ def assess(text: str) -> MetricsVerdict | None:
     server: list[_Figure] = []
     bench: dict[str, float] = {}
     bench_lines: list[tuple[int, str]] = []
+    accept: list[tuple[int, str, float, float]] = []  # (line, text, accept length or 0, accept rate or -1)
     for no, line in enumerate(lines, 1):
+        length, rate = _ACCEPT_LENGTH.search(line), _ACCEPT_RATE.search(line)
+        if length or rate:
+            accept.append((no, line, float(length.group(1)) if length else 0.0,
+                           (float(rate.group(1)) / (100.0 if rate.group(2) else 1.0)) if rate else -1.0))
         m = _VLLM.search(line)
         if m:
             server.append(_Figure(no, line, float(m.group(2)), int(m.group(3)), int(m.group(4) or 0),
-                                  float(m.group(1) or 0.0)))
+                                  float(m.group(1) or 0.0), _kv_usage(line)))
             continue
         m = _SGLANG.search(line)
         if m:
-            server.append(_Figure(no, line, float(m.group(2)), int(m.group(1)), int(m.group(3) or 0)))
+            server.append(_Figure(no, line, float(m.group(2)), int(m.group(1)), int(m.group(3) or 0),
+                                  kv_usage=_kv_usage(line)))
             continue
         for key, pattern in _BENCH.items():
             m = pattern.search(line)
             if m and key not in bench:
                 bench[key] = _number(m.group(1))
                 bench_lines.append((no, line))
+    nonempty = sum(1 for l in lines if l.strip())
+    verdict = None
     if len(bench) >= 2 and (not server or bench_lines[0][0] > server[-1].no):
-        return _bench_verdict(bench, bench_lines)  # a benchmark's result printed after the server's own lines
-    if server:
-        return _server_verdict(server, sum(1 for l in lines if l.strip()))
-    return None
+        verdict = _bench_verdict(bench, bench_lines)  # a benchmark's result printed after the server's own lines
+    elif server:
+        verdict = _kv_full(_server_verdict(server, nonempty), server)
+    return _drafting(verdict, accept, nonempty) if accept else verdict
+
+
+def _drafting(verdict: MetricsVerdict | None, accept: list[tuple[int, str, float, float]],
+              nonempty: int) -> MetricsVerdict | None:
+    """A throughput complaint whose figures show the draft model mostly rejected is speculative
+    decoding not paying for itself: its settings or its draft, not the server, are what to look at.
+    An idle or ordinary report stays one; a whole log needs the complaint from its other figures."""
+    if verdict is not None and verdict.category != PERFORMANCE:
+        return verdict
+    if verdict is None and nonempty > EXCERPT_LINES:
+        return None
+    lengths = [a[2] for a in accept if a[2] > 0]
+    rates = [a[3] for a in accept if a[3] >= 0]
+    low = (bool(lengths) and statistics.median(lengths) < LOW_ACCEPT_LENGTH) or (
+        not lengths and bool(rates) and statistics.median(rates) < LOW_ACCEPT_RATE)
+    if not low:
+        return verdict
+    shown = (f"accept length {statistics.median(lengths):.2f}" if lengths
+             else f"acceptance rate {statistics.median(rates):.2f}")
+    return MetricsVerdict(SPECULATIVE, verdict.confidence if verdict else 0.55,
+                          f"the draft is mostly rejected ({shown} per step)",
+                          tuple((a[0], a[1]) for a in accept[-MAX_EVIDENCE:]))
+
+
+def _kv_usage(line: str) -> float:
+    m = _KV_USAGE.search(line)
+    if m is None:
+        return -1.0
+    return float(m.group(1)) / 100.0 if m.group(1) else float(m.group(2))
+
+
+def _kv_full(verdict: MetricsVerdict | None, server: list[_Figure]) -> MetricsVerdict | None:
+    """A crawl or a stall while the KV pool is full is requests waiting for blocks (preempted,
+    swapped, queued): the pool, not the GPU's speed, is what ran out."""
+    if verdict is None or verdict.category not in (PERFORMANCE, ENGINE_HANG) or server[-1].kv_usage < FULL_KV:
+        return verdict
+    return MetricsVerdict(KV_EXHAUSTED, verdict.confidence,
+                          f"{verdict.reason}, with the KV cache {server[-1].kv_usage:.0%} full",
+                          tuple((f.no, f.text) for f in server[-MAX_EVIDENCE:]))
 
 
 def _number(value: str) -> float:

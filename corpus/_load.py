@@ -263,6 +263,7 @@ def load_precedence(categories: dict[str, Category], path: Path | None = None) -
         "feature_markers": {c: tuple(v) for c, v in markers.items()},
         "code_paths": _code_paths(data.get("code_paths") or [], categories, path),
         "message_paths": _message_paths(data.get("message_paths") or [], categories, path),
+        "generic_messages": _patterns(data.get("generic_messages") or [], f"{path}: generic_messages"),
         "explains": {c: frozenset(v) for c, v in explains.items()},
         "details": {c: frozenset(v) for c, v in details.items()},
     }

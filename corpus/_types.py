@@ -133,6 +133,7 @@ class Corpus:
     details: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)  # a message's detail -> its headline
     lifecycle: Lifecycle = Lifecycle()
     message_paths: tuple[MessagePath, ...] = ()
+    generic_messages: tuple[str, ...] = ()  # precedence.yaml: wording that places no message (the interpreter's own)
     recovery: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)  # category -> (recovery, verify)
     missing: dict[str, str] = dataclasses.field(default_factory=dict)  # symptom category -> what to fetch next
     other_rank: str = ""  # what to fetch when a line names another rank as the first to fail ({rank})
@@ -175,6 +176,7 @@ class Corpus:
         h.update(json.dumps({c: sorted(v) for c, v in self.details.items()}, sort_keys=True).encode())
         h.update(json.dumps(dataclasses.asdict(self.lifecycle), sort_keys=True).encode())
         h.update(json.dumps([dataclasses.asdict(m) for m in self.message_paths], sort_keys=True).encode())
+        h.update(json.dumps(self.generic_messages).encode())
         from ._catalogue import catalogue_digest  # noqa: PLC0415 - the catalogue is data beside the corpus, read as it is
         h.update(catalogue_digest().encode())
         return h.hexdigest()[:16]

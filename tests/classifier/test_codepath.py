@@ -164,3 +164,19 @@ def test_an_entry_with_words_takes_only_the_exceptions_that_say_them(settings, m
     assert engine.diagnose_text(tb.format("The hierarchical cache only supports MHA and MLA models")).passes.rules \
         == {"invalid-config": 0.5}
     assert engine.diagnose_text(tb.format("node 17 has no parent")).passes.rules == {"radix-cache-state": 0.5}
+
+
+def test_an_exception_naming_a_features_object_takes_the_features_category(settings, corpus):
+    """`'EagleProposer' object has no attribute …`: whose object it is, when no frame says whose code."""
+    engine = Engine(settings, corpus=corpus)
+    cut = ("Traceback (most recent call last):\n"
+           '  File "/opt/venv/lib/python3.12/site-packages/acme/worker/runner.py", line 88, in step\n'
+           "    self.helper.step(batch)\n")
+    for body in (cut + "AttributeError: 'SpecDecodeHelper' object has no attribute 'k'\n",
+                 "AttributeError: 'SpecDecodeHelper' object has no attribute 'k'\n"):
+        assert engine.diagnose_text(body).passes.rules == {"speculative-decoding": 0.45}
+    assert engine.diagnose_text("AttributeError: 'RadixCache' object has no attribute 'x'\n").passes.rules \
+        == {"radix-cache-state": 0.45}
+    assert not engine.diagnose_text("AttributeError: 'NoneType' object has no attribute 'k'\n").passes.rules
+    framed = RADIX.replace("KeyError: 91", "AttributeError: 'SpecDecodeHelper' object has no attribute 'k'")
+    assert engine.diagnose_text(framed).passes.rules == {"radix-cache-state": 0.5}  # the frame says more

@@ -64,3 +64,23 @@ def test_figures_are_not_consulted_when_something_failed(engine):
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
     d = engine.diagnose_text(log)
     assert d.category == "gpu-oom" and d.passes.figures is None
+
+
+def test_a_throughput_complaint_with_a_mostly_rejected_draft_is_speculative_decoding(engine):
+    spec = ("[2025-03-01 09:00:{s:02d} TP0] Decode batch. #running-req: 1, #token: 900, token usage: 0.01, "
+            "accept len: {accept}, cuda graph: True, gen throughput (token/s): 120.00, #queue-req: 0\n")
+    rejected = engine.diagnose_text("".join(spec.format(s=s, accept=1.3) for s in range(1, 6)))
+    assert rejected.category == "speculative-decoding" and "accept len" in rejected.evidence[0].text
+    accepted = engine.diagnose_text("".join(spec.format(s=s, accept=3.4) for s in range(1, 6)))
+    assert accepted.category == "performance"  # the draft pays; the throughput is the question
+    bench = "Average Latency: 90.1 s\nAverage Output throughput: 42.0 token/s\nAverage Accept length: 1.04\n"
+    assert engine.diagnose_text(bench).category == "speculative-decoding"
+
+
+def test_a_crawl_with_the_kv_cache_full_is_the_pool_running_out(engine):
+    filling = "".join(VLLM.format(s=s, tps=1.6, running=2).replace("GPU KV cache usage: 1.2%", f"GPU KV cache usage: {u}%")
+                      for s, u in ((5, 90.5), (10, 96.0), (15, 99.4)))
+    d = engine.diagnose_text(filling)
+    assert d.category == "kv-cache-exhausted" and d.passes.figures == {"kv-cache-exhausted": 0.85}
+    roomy = "".join(VLLM.format(s=s, tps=1.6, running=2) for s in (5, 10, 15))
+    assert engine.diagnose_text(roomy).category == "performance"

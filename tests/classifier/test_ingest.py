@@ -123,10 +123,20 @@ def test_a_runners_prefix_on_every_line_is_stripped(prefix):
     assert normalize("".join(prefix + l + "\n" for l in body)).splitlines() == body
 
 
+@pytest.mark.parametrize("outer", ["", "qa-stack-local  | "])
+def test_a_supervisors_stream_prefix_is_stripped_inside_a_runners_too(outer):
+    """A parent that logs its child's stderr (FastChat's worker) marks every line ERROR: the level is
+    the stream's, and the frames under it must read as frames."""
+    body = ["Traceback (most recent call last):", '  File "/app/worker.py", line 9, in init_model', "ValueError: no"]
+    pasted = "".join(f"{outer}2026-01-05 08:00:0{n} | ERROR | stderr | {l}\n" for n, l in enumerate(body))
+    assert normalize(pasted).splitlines() == body
+
+
 def test_an_engines_own_timestamps_are_kept():
     own = ("[2026-03-02 10:00:01] Scheduler hit an exception\n"
            "2026-03-02 10:00:01,120 - ERROR - boom\n"
-           "2026-03-02T10:00:01 is when it stopped\n")
+           "2026-03-02T10:00:01 is when it stopped\n"
+           "2026-03-02 10:00:01 | INFO | controller | Register a new worker\n")
     assert normalize(own) == own
 
 

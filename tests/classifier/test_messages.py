@@ -129,7 +129,8 @@ def test_tensorrt_llm_python_errors_pasted_alone_get_the_category_of_their_modul
     for t in raised:
         paste = render_in_log(t)
         found = rules_engine.messages.lookup(paste.splitlines()[-1], ERROR_LEVELS)  # the most literal match
-        expected = rules_engine.messages.place(found.file, found.template) if found else None
+        generic = found is None or rules_engine.messages.places_nothing(found)
+        expected = None if generic else rules_engine.messages.place(found.file, found.template)
         if expected is None or expected in rules_engine.symptom_roles or rules_engine.scanner.scan(paste):
             continue  # unplaced, a symptom (never a cause), or a hand-written signature names it
         placed += 1
@@ -237,3 +238,14 @@ def test_a_refused_setting_is_invalid_config_in_any_features_directory_but_an_un
 def test_tensorrt_llm_checks_in_broad_directories_are_placed_by_their_words(rules_engine, line, category):
     d = rules_engine.diagnose_text(line)
     assert max(d.passes.rules, key=d.passes.rules.get) == category
+
+
+def test_generic_wording_places_no_line(rules_engine):
+    """The interpreter's own wording, re-raised by one file's `__getattr__`, is not that file's message."""
+    index = rules_engine.messages
+    generic = index.lookup("AttributeError: 'Foo' object has no attribute 'bar'")
+    assert generic is not None and index.places_nothing(generic)
+    d = rules_engine.diagnose_text("AttributeError: 'Foo' object has no attribute 'bar'")
+    assert not d.passes.rules
+    specific = index.lookup("AssertionError: 4096 is not divisible by 3")
+    assert specific is not None and not index.places_nothing(specific)

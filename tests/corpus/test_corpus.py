@@ -89,6 +89,8 @@ def test_extra_directory_is_picked_up_without_code(tmp_path):
     ("feature_markers: {structured-output: [1, 2]}", "feature_markers"),
     ("message_paths: [{category: context-length, paths: [core/], warnings: true}]", "true only with words"),
     ("message_paths: [{category: context-length, paths: [core/], words: long, warnings: 1}]", "warnings must be"),
+    ("generic_messages: ['object has (no']", "generic_messages"),
+    ("generic_messages: {a: b}", "generic_messages"),
 ])
 def test_bad_precedence_data_is_refused_with_its_place(tmp_path, text, fragment):
     from servetriage._errors import CorpusError
@@ -105,6 +107,8 @@ def test_precedence_data_is_part_of_the_fingerprint():
     corpus = load_corpus()
     moved = dataclasses.replace(corpus, code_paths=corpus.code_paths + (CodePath("gpu-oom", ("alloc",)),))
     assert moved.fingerprint != corpus.fingerprint
+    quieter = dataclasses.replace(corpus, generic_messages=corpus.generic_messages + ("is not ready",))
+    assert quieter.fingerprint != corpus.fingerprint
 
 
 @pytest.mark.parametrize("text, fragment", [
