@@ -40,6 +40,8 @@ _EXC_TYPE = re.compile(r"^([A-Za-z_][\w.]*)")
 _SUBJECT = re.compile(r"'([A-Za-z_]\w{3,})' object\b")  # the interpreter's own wording names the object's class
 _NOT_ALNUM = re.compile(r"[^a-z0-9]")
 _SIGNALS = frozenset({"KeyboardInterrupt", "SystemExit", "CancelledError", "GeneratorExit"})
+# A failed import says what is missing from the environment; the frames only say who imported it.
+_IMPORTS = frozenset({"ImportError", "ModuleNotFoundError"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,7 +163,7 @@ def _innermost(frames: list[str], exc_type: str, paths: tuple[CodePath, ...],
                message: str = "") -> tuple[str, str] | None:
     """The first entry naming the innermost frame it can (`message`: the exception line, for entries
     that take only some messages; a traceback cut before its exception has none)."""
-    if exc_type in _SIGNALS:
+    if exc_type in _SIGNALS or exc_type in _IMPORTS:
         return None
     for where in reversed(frames):  # Python prints the innermost frame last
         for entry in paths:

@@ -180,3 +180,14 @@ def test_an_exception_naming_a_features_object_takes_the_features_category(setti
     assert not engine.diagnose_text("AttributeError: 'NoneType' object has no attribute 'k'\n").passes.rules
     framed = RADIX.replace("KeyError: 91", "AttributeError: 'SpecDecodeHelper' object has no attribute 'k'")
     assert engine.diagnose_text(framed).passes.rules == {"radix-cache-state": 0.5}  # the frame says more
+
+
+def test_a_failed_import_is_not_read_by_the_code_that_imported(settings, corpus):
+    """The frames of an ImportError say who imported the module, not what is wrong: the environment is."""
+    tb = ("Traceback (most recent call last):\n"
+          '  File "/usr/lib/python3/dist-packages/vllm/spec_decode/spec_decode_worker.py", line 9, in <module>\n'
+          "    import acme_kernels\n"
+          "{}\n")
+    engine = Engine(settings, corpus=corpus)
+    assert not engine.diagnose_text(tb.format("ModuleNotFoundError: No module named 'acme_kernels'")).passes.rules
+    assert engine.diagnose_text(tb.format("KeyError: 'acme'")).passes.rules == {"speculative-decoding": 0.5}

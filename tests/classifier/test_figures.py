@@ -84,3 +84,4 @@ def test_a_crawl_with_the_kv_cache_full_is_the_pool_running_out(engine):
     assert d.category == "kv-cache-exhausted" and d.passes.figures == {"kv-cache-exhausted": 0.85}
     roomy = "".join(VLLM.format(s=s, tps=1.6, running=2) for s in (5, 10, 15))
     assert engine.diagnose_text(roomy).category == "performance"
+
