@@ -136,8 +136,7 @@ def attribute_subject(lines: Iterable[Line], code_paths: Iterable[CodePath], nam
     a code path names (`'EagleProposer' object has no attribute 'positions'` is the EAGLE proposer's bug,
     wherever the traceback was cut). Fragments are compared without separators (`radix_cache` names
     `RadixCache`); entries limited to some messages or exception types are not used."""
-    fragments = [(p.category, f, _NOT_ALNUM.sub("", f.lower())) for p in code_paths if p.words is None
-                 and not p.exceptions for f in p.frames if not f.startswith("in ")]
+    fragments = _bare_fragments(tuple(code_paths))
     named_lines = set(named)
     hits: list[Hit] = []
     for line in lines:
@@ -152,6 +151,13 @@ def attribute_subject(lines: Iterable[Line], code_paths: Iterable[CodePath], nam
             hits.append(Hit(incident="", category=found[0], pattern=f"object of {m.group(1)}: {found[1]}",
                             specificity=SUBJECT_SPECIFICITY, line=line, symptom=found[0] in symptoms))
     return hits
+
+
+@functools.lru_cache(maxsize=8)
+def _bare_fragments(code_paths: tuple[CodePath, ...]) -> tuple[tuple[str, str, str], ...]:
+    """(category, fragment, fragment without separators) of the entries any message may take."""
+    return tuple((p.category, f, _NOT_ALNUM.sub("", f.lower())) for p in code_paths if p.words is None
+                 and not p.exceptions for f in p.frames if not f.startswith("in "))
 
 
 def _exception_type(line: Line) -> str:

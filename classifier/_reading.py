@@ -68,7 +68,7 @@ def read_log(text: str, scanner: Scanner, corpus: Corpus, patterns: LifecyclePat
     for h in attributed.cut:  # a traceback cut before its exception still ended something
         levels[h.line.no] = max(levels.get(h.line.no, Severity.INFO), Severity.ERROR)
     hits += attributed.raised + attributed.cut
-    hits += attribute_subject(whole.lines, corpus.code_paths, {h.line.no for h in hits}, symptom_roles)
+    hits += attribute_subject(serious, corpus.code_paths, {h.line.no for h in hits}, symptom_roles)
     faults = [l for l in whole.lines if not l.frame and (l.exception or levels[l.no] >= Severity.WARNING)]
     chain = find_chain(shape, faults, hits, frozenset(corpus.lifecycle.stop_categories), levels)
     ordering = order(chain_hits(chain, hits, corpus.explains), corpus.explains, corpus.details)
