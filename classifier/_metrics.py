@@ -9,7 +9,9 @@ which, with the lines it read. It is consulted only when no rule fired and no li
 
 A server's figures are read at the end of the paste, where its latest state is: an idle server (no
 request running or waiting) is healthy whatever its averages, a crawl needs requests in flight over
-several intervals, and a hang is requests in flight with no token produced for several intervals.
+several intervals, and a hang is requests in flight with no token produced for several intervals. Two
+figures say why a crawl or a stall happens: a KV pool that is full (requests wait for blocks) and a
+speculative draft that is mostly rejected (the draft costs more than it saves).
 """
 
 from __future__ import annotations
@@ -70,7 +72,8 @@ _BENCH = {
 
 @dataclasses.dataclass(frozen=True)
 class MetricsVerdict:
-    """What the figures say: `performance` (slow) or `unknown` (an ordinary report), and why."""
+    """What the figures say: `performance` (slow), `engine-hang`, `kv-cache-exhausted`,
+    `speculative-decoding` (slow for those reasons) or `unknown` (an ordinary report), and why."""
 
     category: str
     confidence: float
