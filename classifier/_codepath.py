@@ -14,10 +14,8 @@ import dataclasses
 import functools
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
 
-import re2
-
+from servetriage._re2 import compiled
 from servetriage.corpus import CodePath
 
 from ._extract import DUMP_HEADER, FRAME, Extract
@@ -34,8 +32,6 @@ _NUMBERED = re.compile(r"^\s*#?\d+\s+(?:0x[0-9a-fA-F]+\s+)?(?:in\s+)?")  # `3  0
 _SYMBOL = re.compile(r"(?<![\w./+-])((?:[A-Za-z_]\w*::)*~?[A-Za-z_]\w*)\s*\(")
 _QUALIFIED = re.compile(r"(?<![\w./+-])((?:[A-Za-z_]\w*::)+~?[A-Za-z_]\w*)\s*\(")
 
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.log_errors = False
 _EXC_TYPE = re.compile(r"^([A-Za-z_][\w.]*)")
 _SUBJECT = re.compile(r"'([A-Za-z_]\w{3,})' object\b")  # the interpreter's own wording names the object's class
 _NOT_ALNUM = re.compile(r"[^a-z0-9]")
@@ -175,17 +171,12 @@ def _innermost(frames: list[str], exc_type: str, paths: tuple[CodePath, ...],
         for entry in paths:
             if entry.exceptions and exc_type not in entry.exceptions:
                 continue
-            if entry.words is not None and not (message and _words(entry.words).search(message)):
+            if entry.words is not None and not (message and compiled(entry.words).search(message)):
                 continue
             for fragment in entry.frames:
                 if fragment.lower() in where:
                     return entry.category, fragment
     return None
-
-
-@functools.lru_cache(maxsize=64)
-def _words(pattern: str) -> Any:  # an RE2 pattern (the binding is untyped)
-    return re2.compile(pattern, _RE2_OPTIONS)
 
 
 def _hit(line: Line, category: str, fragment: str, symptom: bool) -> Hit:

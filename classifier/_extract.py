@@ -16,6 +16,8 @@ from typing import Protocol
 
 import re2
 
+from servetriage._re2 import quiet_options
+
 from ._types import Line
 
 MAX_SALIENT = 600           # salient lines kept: the first half and the last half of them
@@ -23,9 +25,7 @@ MAX_TRACEBACK_LINES = 80    # frames kept per traceback (its head and its tail)
 FALLBACK_TAIL = 25          # lines kept from a log that has no salient line at all
 HEAD_LINES = 3              # a paste opens inside a traceback when a frame comes within its first lines
 
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.log_errors = False
-_RE2_OPTIONS.max_mem = 64 << 20
+_RE2_OPTIONS = quiet_options(max_mem=64 << 20)
 
 # One pass over the whole text finds candidate lines; Python then looks only at those. Fault words
 # are always searched; the weak words (metrics, warnings) only in logs small enough to be a paste.

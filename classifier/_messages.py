@@ -26,6 +26,7 @@ from pathlib import Path
 import re2
 
 from servetriage._atomic import replace_file
+from servetriage._re2 import QUIET, compiled
 from servetriage.corpus import Corpus, MessagePath, Template, catalogue_digest, load_catalogue
 
 from ._types import Hit, Line
@@ -39,8 +40,6 @@ NOISE_LEVELS = frozenset({"info"})
 
 _WORD = re.compile(rf"[A-Za-z_][A-Za-z0-9_]{{{MIN_ANCHOR - 1},}}")
 _CPP_LOCATION = re.compile(r"([\w./+-]+\.(?:cpp|cu|cuh|cc|h|hpp))[:(](\d+)")
-_OPTIONS = re2.Options()
-_OPTIONS.log_errors = False
 INDEX_LAYOUT = 1            # what the cached index holds; bump when MessageIndex derives it otherwise
 CACHE_PREFIX = "messages-"
 
@@ -55,8 +54,8 @@ class MessageIndex:
         self._templates = tuple(templates)
         self._paths = tuple(paths)
         self._generic = tuple(generic)
-        self._generic_rx = re2.compile("|".join(f"(?:{g})" for g in generic), _OPTIONS) if generic else None
-        self._words = tuple(re2.compile(p.words, _OPTIONS) if p.words else None for p in self._paths)
+        self._generic_rx = re2.compile("|".join(f"(?:{g})" for g in generic), QUIET) if generic else None
+        self._words = tuple(compiled(p.words) if p.words else None for p in self._paths)
         self._by_word = by_word if by_word is not None else _anchors(self._templates)
         self._compiled: dict[int, re2._Regexp] = {}
         self._by_tail = _tails(self._templates)
@@ -88,7 +87,7 @@ class MessageIndex:
                     continue
                 rx = self._compiled.get(i)
                 if rx is None:
-                    rx = self._compiled[i] = re2.compile(t.regex, _OPTIONS)
+                    rx = self._compiled[i] = re2.compile(t.regex, QUIET)
                 if rx.search(text) is not None:
                     best = t
         return best

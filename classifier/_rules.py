@@ -16,14 +16,13 @@ from collections.abc import Iterable
 
 import re2
 
+from servetriage._re2 import quiet_options
 from servetriage.corpus import Corpus, Signature
 
 from ._extract import matching_lines, parse_prefix
 from ._types import Hit, Line
 
-_OPTIONS = re2.Options()
-_OPTIONS.log_errors = False
-_OPTIONS.max_mem = 256 << 20
+_OPTIONS = quiet_options(max_mem=256 << 20)
 MAX_HIT_LINES = 5000  # distinct lines examined per log; a log that repeats one error a million times is not news
 REPEATS_KEPT = 16     # occurrences of a repeated hit line reported after its first (the last one always among them)
 SPEC_FACTOR = 0.9     # a category's own signature: a little below an incident's of the same length (which says more)

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import re2
 
+from servetriage._re2 import quiet_options
 from servetriage.corpus import Lifecycle
 
 from ._extract import matching_lines, parse_prefix
@@ -30,9 +31,7 @@ STOP_TAIL_LINES = 8      # clean-exit lines within this many lines of each other
 BACKWARD_WINDOW = 64 << 10  # the last progress line before a point is looked for in growing windows
 RANKED_PROGRESS = 64        # progress lines read after a rank's fault to find that rank's own
 
-_OPTIONS = re2.Options()
-_OPTIONS.log_errors = False
-_OPTIONS.max_mem = 64 << 20
+_OPTIONS = quiet_options(max_mem=64 << 20)
 
 BANNER, READY, STOPPING, STOPPED, BLOCK, PRINTOUT = "banner", "ready", "stopping", "stopped", "block", "printout"
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import re2
 
+from servetriage._re2 import QUIET
+
 from ._load import builtin_dir
 from ._mine import Template, merge, read_catalogue, render, write_catalogue
 
-_OPTIONS = re2.Options()
-_OPTIONS.log_errors = False
 
 
 def catalogue_dir() -> Path:
@@ -45,7 +45,7 @@ def check_catalogue(templates: tuple[Template, ...]) -> list[str]:
     problems = []
     for t in templates:
         try:
-            rx = re2.compile(t.regex, _OPTIONS)
+            rx = re2.compile(t.regex, QUIET)
         except re2.error:
             problems.append(f"catalogue {t.engine} {t.file}: regex does not compile under RE2: {t.regex[:80]!r}")
             continue

@@ -10,6 +10,8 @@ from typing import Any
 
 import re2
 
+from servetriage._re2 import QUIET
+
 from ._catalogue import catalogue_counts, load_catalogue
 
 from ._manual import options_named
@@ -17,8 +19,6 @@ from ._types import UNKNOWN, Corpus, Incident
 
 MIN_LITERAL = 12
 _SECTION = re.compile(r"^\d+\.\d+(, \d+\.\d+)*$")
-_OPTIONS = re2.Options()
-_OPTIONS.log_errors = False
 _ADVERSARIAL_BYTES = 1 << 20
 
 
@@ -56,7 +56,7 @@ def check_corpus(corpus: Corpus, adversarial: bool = True) -> list[Problem]:
         for sig in inc.signatures:
             if sig.regex:
                 try:
-                    rx = re2.compile(sig.pattern, _OPTIONS)
+                    rx = re2.compile(sig.pattern, QUIET)
                 except re2.error as exc:
                     add(inc, f"regex {sig.pattern!r} does not compile under RE2 ({_msg(exc)})")
                     continue

@@ -12,6 +12,7 @@ import re2
 import yaml
 
 from servetriage._errors import CorpusError
+from servetriage._re2 import QUIET
 
 from ._types import (ENGINES, TRIAGE_CLASSES, UNKNOWN, Category, CodePath, Corpus, Incident, Lifecycle, MessagePath,
                      OptionDoc, PrintoutBlock, Signature)
@@ -220,11 +221,9 @@ def load_lifecycle(path: Path | None = None) -> Lifecycle:
 def _patterns(value: Any, where: str) -> tuple[str, ...]:
     if not _is_str_list(value) and value != []:
         raise CorpusError(f"{where}: expected a list of RE2 patterns")
-    options = re2.Options()
-    options.log_errors = False
     for pattern in value:
         try:
-            re2.compile(pattern, options)
+            re2.compile(pattern, QUIET)
         except re2.error:
             raise CorpusError(f"{where}: {pattern!r} is not a valid RE2 pattern") from None
     return tuple(value)
