@@ -136,8 +136,13 @@ def find_chain(shape: LogShape, fault_lines: Iterable[Line], hits: Sequence[Hit]
     if not failed_runs:
         last_run = runs[-1]
         own = [f for f in faults if f.run == last_run.index and f.outcome is not Outcome.ORDERLY]
-        if own and excerpt[last_run.index]:  # a few lines cut around a handled fault: it is the subject
-            return Chain(runs, last_run, last_run.first, last_run.last, last_run.first, tuple(own), (), (), False)
+        # A few lines cut around a handled fault a rule names, or an error: it is the subject. A notice
+        # printed at info level (a stall note during start-up compilation) or a warning no rule names
+        # (a tuning hint), both served past, is not.
+        subject = tuple(f for f in own if f.severity >= Severity.ERROR
+                        or (f.severity >= Severity.WARNING and f.category is not None))
+        if subject and excerpt[last_run.index]:
+            return Chain(runs, last_run, last_run.first, last_run.last, last_run.first, subject, (), (), False)
         context = tuple(f for f in own if f.outcome is Outcome.HANDLED)
         stopped = last_run.orderly_end or (not own and len(runs) > 1 and runs[-2].orderly_end)
         return Chain(runs, None, 0, -1, 0, (), _distinct(context), (), stopped)

@@ -179,6 +179,21 @@ def test_short_excerpts_still_read_as_before(rules_engine):
     assert d.category == "context-length"
 
 
+def test_a_short_paste_that_served_past_a_notice_is_not_about_it(rules_engine):
+    """An info-level stall notice during start-up compilation, or a tuning hint no rule names, that the
+    server then served past: a short healthy paste, not a question about the notice."""
+    stall = ("(EngineCore pid=88) INFO 11-30 07:08:41 [shm_broadcast.py:681] No available shared memory broadcast "
+             "block found in 60 seconds. This typically happens when some processes are hanging or doing some "
+             "time-consuming work (e.g. compilation, weight/kv cache quantization).")
+    hint = ("(EngineCore pid=88) WARNING 11-30 07:09:02 [vllm.py:1402] max_num_scheduled_tokens is set to 8184; "
+            "this may lead to suboptimal performance.")
+    assert rules_engine.diagnose_text(join([stall], vllm_traffic(2))).category == "unknown"
+    assert rules_engine.diagnose_text(join([hint], vllm_traffic(2))).category == "unknown"
+    # with nothing served after it, the same notice is still the subject
+    assert rules_engine.diagnose_text(join(vllm_traffic(2), [stall, stall.replace("07:08:41", "07:09:41")])
+                                      ).category == "engine-hang"
+
+
 def test_the_reply_shows_the_whole_log_notes(rules_engine):
     text = join(sglang_startup(), sglang_traffic(4), sglang_truncation_warning(), sglang_traffic(4, minute=7),
                 sglang_ima_crash())
