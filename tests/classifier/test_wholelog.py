@@ -194,6 +194,18 @@ def test_a_short_paste_that_served_past_a_notice_is_not_about_it(rules_engine):
                                       ).category == "engine-hang"
 
 
+def test_a_triton_start_up_that_reached_its_services_is_healthy(rules_engine):
+    """The TensorRT-LLM backend's notices about parameters it defaults are handled once Triton says its
+    services started: a pasted Triton start-up is no failure."""
+    notices = [f"[TensorRT-LLM][WARNING] {p} is not specified, will use default value"
+               for p in ("max_beam_width", "max_tokens_in_paged_kv_cache", "kv_cache_free_gpu_mem_fraction")]
+    started = ["I1130 10:02:11.402113 512 model_lifecycle.cc:827] successfully loaded 'tensorrt_llm'",
+               "I1130 10:02:11.610045 512 grpc_server.cc:2519] Started GRPCInferenceService at 0.0.0.0:8001",
+               "I1130 10:02:11.610301 512 http_server.cc:4623] Started HTTPService at 0.0.0.0:8000"]
+    assert rules_engine.focus(join(notices, started)).lines == ()  # no run failed: the passes read nothing
+    assert len(rules_engine.focus(join(notices)).lines) == 3  # cut before the services: they are the subject
+
+
 def test_the_reply_shows_the_whole_log_notes(rules_engine):
     text = join(sglang_startup(), sglang_traffic(4), sglang_truncation_warning(), sglang_traffic(4, minute=7),
                 sglang_ima_crash())
