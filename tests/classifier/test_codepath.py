@@ -184,3 +184,21 @@ def test_an_exception_naming_a_features_object_takes_the_features_category(setti
     framed = RADIX.replace("KeyError: 91", "AttributeError: 'SpecDecodeHelper' object has no attribute 'k'")
     assert engine.diagnose_text(framed).passes.rules == {"radix-cache-state": 0.5}  # the frame says more
 
+
+
+def test_a_request_parameter_the_api_layer_applies_is_the_requests_configuration(rules_engine):
+    """A logit bias naming a token beyond the vocabulary fails inside the API layer's processor: the
+    request's own parameter, not the engine, whatever dies after it."""
+    text = (
+        "ERROR 07-29 11:02:41 async_llm_engine.py:61] Engine background task failed\n"
+        "Traceback (most recent call last):\n"
+        '  File "/opt/venv/lib/python3.10/site-packages/vllm/model_executor/layers/logits_processor.py", line 116, '
+        "in _apply_logits_processors\n"
+        "    logits_row = logits_processor(past_tokens_ids, logits_row)\n"
+        '  File "/opt/venv/lib/python3.10/site-packages/vllm/entrypoints/openai/protocol.py", line 251, '
+        "in logit_bias_logits_processor\n"
+        "    logits[int(token_id)] += bias\n"
+        "IndexError: index 70211 is out of bounds for dimension 0 with size 50304\n"
+    )
+    d = rules_engine.diagnose_text(text)
+    assert d.category == "invalid-config" and d.initiating.text.startswith("IndexError")
