@@ -77,3 +77,14 @@ def test_a_messages_own_detail_line_explains_its_headline(rules_engine):
                                      + SHM_DETAIL)
     assert {"distributed-comm", "host-memory"} <= set(far.passes.rules)  # both still seen …
     assert far.category == "distributed-comm"  # … but a detail far below its headline is a fault of its own
+
+
+def test_running_out_of_memory_while_capturing_graphs_is_gpu_oom_and_other_capture_failures_are_not(rules_engine):
+    """The category spec files an out-of-memory error in graph capture under gpu-oom; a capture that
+    fails for another reason is a cuda-graph failure."""
+    head = ("[2026-01-09 04:12:51 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=0.8 GB\n"
+            "[2026-01-09 04:12:53 TP0] Scheduler hit an exception: Traceback (most recent call last):\n")
+    oom = "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 96.00 MiB.\n"
+    other = "Exception: Capture cuda graph failed: AssertionError: buffer for bs=256 was never prepared\n"
+    assert rules_engine.diagnose_text(head + oom).category == "gpu-oom"
+    assert rules_engine.diagnose_text(head + other).category == "cuda-graph"
