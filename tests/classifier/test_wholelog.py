@@ -189,6 +189,9 @@ def test_a_short_paste_that_served_past_a_notice_is_not_about_it(rules_engine):
             "this may lead to suboptimal performance.")
     assert rules_engine.diagnose_text(join([stall], vllm_traffic(2))).category == "unknown"
     assert rules_engine.diagnose_text(join([hint], vllm_traffic(2))).category == "unknown"
+    # polls that ask for no work (a job's status, /health) answer while the engine is stuck: not progress
+    polls = [f'INFO:     127.0.0.1:5{6000 + i} - "GET /v1/videos/job-{i % 2} HTTP/1.1" 200 OK' for i in range(6)]
+    assert rules_engine.diagnose_text(join([stall], polls)).category == "engine-hang"
     # with nothing served after it, the same notice is still the subject
     assert rules_engine.diagnose_text(join(vllm_traffic(2), [stall, stall.replace("07:08:41", "07:09:41")])
                                       ).category == "engine-hang"
