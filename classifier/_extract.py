@@ -203,11 +203,15 @@ def _candidate_lines(text: str, data: bytes | None = None) -> list[tuple[int, in
     regex = _ANY_RE if len(data) <= PASTE_BYTES else _STRONG_RE
     if data.isascii():
         return list(matching_lines(regex, data, MAX_CANDIDATES, tail_bytes=TAIL_BYTES))
-    # Offsets are byte offsets: map them back to character offsets for the (rare) non-ASCII log.
+    # Offsets are byte offsets: map them back to character offsets for a non-ASCII log (a progress
+    # bar's blocks, a CJK message). Lines come in order and start after a newline, which is never
+    # inside a UTF-8 sequence, so each gap is decoded once: linear in the log, not in its square.
     out = []
+    byte_at, char_at = 0, 0
     for no, start, end in matching_lines(regex, data, MAX_CANDIDATES, tail_bytes=TAIL_BYTES):
-        cstart = len(data[:start].decode("utf-8", "replace"))
-        out.append((no, cstart, cstart + len(data[start:end].decode("utf-8", "replace"))))
+        char_at += len(data[byte_at:start].decode("utf-8", "replace"))
+        byte_at = start
+        out.append((no, char_at, char_at + len(data[start:end].decode("utf-8", "replace"))))
     return out
 
 

@@ -122,6 +122,16 @@ class LogShape:
     def line_at(self, offset: int) -> int:
         return int(np.searchsorted(self._newlines, offset, side="left")) + 1
 
+    @functools.cached_property
+    def _marker_lines(self) -> list[int]:
+        return [m.line for m in self.markers]
+
+    def _markers_between(self, first: int, before: int) -> tuple[Marker, ...]:
+        """The markers on lines `first`..`before - 1` (markers are in line order): a log that restarts
+        a thousand times asks this once per restart, so it never walks every marker."""
+        lines = self._marker_lines
+        return self.markers[bisect.bisect_left(lines, first):bisect.bisect_left(lines, before)]
+
     def _markers(self) -> tuple[Marker, ...]:
         if self.patterns.markers is None:
             return ()
@@ -160,7 +170,8 @@ class LogShape:
     # -- questions ------------------------------------------------------------------------------
     def is_printout(self, line: Line) -> bool:
         """A configuration or environment printout: its words are never evidence."""
-        if any(a <= line.no <= b for a, b in self.blocks):
+        k = bisect.bisect_right(self.blocks, (line.no, self.total_lines + 1)) - 1  # blocks are in line order
+        if k >= 0 and self.blocks[k][0] <= line.no <= self.blocks[k][1]:
             return True
         rx = self.patterns.printout
         return rx is not None and (rx.search(line.text) is not None or rx.search(line.body) is not None)
@@ -259,12 +270,12 @@ class LogShape:
     def _stop_start(self, first: int, stopped: int) -> int:
         """Where the stop that ended a run began: its first stop line after the run's last progress."""
         worked = self.last_progress(first, stopped) or first - 1
-        return next((m.line for m in self.markers if m.kind == STOPPING and worked < m.line < stopped), stopped)
+        return next((m.line for m in self._markers_between(worked + 1, stopped) if m.kind == STOPPING), stopped)
 
     def _active(self, first: int, before: int, faults: Sequence[int]) -> bool:
         k = bisect.bisect_left(faults, first)
         if k < len(faults) and faults[k] < before:
             return True
-        if any(first <= m.line < before and m.kind in (READY, STOPPING) for m in self.markers):
+        if any(m.kind in (READY, STOPPING) for m in self._markers_between(first, before)):
             return True
         return self.progress_between(first - 1, before - 1)

@@ -74,6 +74,21 @@ def log_of_size(path: Path, megabytes: int) -> None:
             written += len(block)
 
 
+def restarting_log(path: Path, megabytes: int) -> None:
+    """A supervisor's log of a server restarted again and again, with non-ASCII progress bars (the
+    weight-loading bar's blocks): the shapes that once made reading a log quadratic in its length."""
+    bar = "Loading safetensors checkpoint shards: 100% Completed | \u2588\u2588\u2588\u2588\u2588 | 4/4 [00:03<00:00,  1.21it/s]"
+    notice = "WARNING 11-28 10:02:42 [config.py:1388] Possibly too large swap space. 4.00 GiB out of the 15.49 GiB total CPU memory is allocated for the swap space."
+    block = "\n".join([RESTART, bar, notice, *noise(40, seed=2)]) + "\n"
+    target = megabytes * 1024 * 1024
+    with open(path, "w", encoding="utf-8") as fh:
+        written = 0
+        while written < target:
+            fh.write(block)
+            written += len(block.encode("utf-8"))
+        fh.write("\n".join(FAULT) + "\n")
+
+
 def percentile(xs: list[float], p: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
@@ -121,6 +136,12 @@ def main() -> None:
             total = time.perf_counter() - t
             report[f"file_{mb}mb_s"] = round(total, 2)
             report[f"file_{mb}mb_category"] = d.category
+            path = tmpdir / f"{mb}mb-restarts.log"
+            restarting_log(path, mb)
+            t = time.perf_counter()
+            d = engine.diagnose(read_path(path, settings.max_input_bytes))
+            report[f"file_{mb}mb_restarting_s"] = round(time.perf_counter() - t, 2)
+            report[f"file_{mb}mb_restarting_category"] = d.category
         big = tmpdir / f"{sizes[-1]}mb.log"
         literals = tmpdir / "signatures.txt"
         corpus = load_corpus(settings.extra_corpus_dirs)
