@@ -77,8 +77,9 @@ def log_of_size(path: Path, megabytes: int) -> None:
 def restarting_log(path: Path, megabytes: int) -> None:
     """A supervisor's log of a server restarted again and again, with non-ASCII progress bars (the
     weight-loading bar's blocks): the shapes that once made reading a log quadratic in its length."""
-    bar = "Loading safetensors checkpoint shards: 100% Completed | \u2588\u2588\u2588\u2588\u2588 | 4/4 [00:03<00:00,  1.21it/s]"
-    notice = "WARNING 11-28 10:02:42 [config.py:1388] Possibly too large swap space. 4.00 GiB out of the 15.49 GiB total CPU memory is allocated for the swap space."
+    bar = "Loading safetensors checkpoint shards: 100% Completed | " + "\u2588" * 5 + " | 4/4 [00:03<00:00,  1.21it/s]"
+    notice = ("WARNING 11-28 10:02:42 [config.py:1388] Possibly too large swap space. 4.00 GiB out of the "
+              "15.49 GiB total CPU memory is allocated for the swap space.")
     block = "\n".join([RESTART, bar, notice, *noise(40, seed=2)]) + "\n"
     target = megabytes * 1024 * 1024
     with open(path, "w", encoding="utf-8") as fh:
