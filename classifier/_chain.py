@@ -179,7 +179,7 @@ def _excerpt(shape: LogShape, run: Run) -> bool:
     """An excerpt rather than a whole log: short, no start-up shown, no orderly end."""
     if run.orderly_end or run.last - run.first + 1 > EXCERPT_LINES:
         return False
-    return not any(m.line in run and m.kind in (BANNER, READY) for m in shape.markers)
+    return not any(m.kind in (BANNER, READY) for m in shape.markers_between(run.first, run.last + 1))
 
 
 def _fault(line: Line, sev: Severity, run: Run, last_progress: int, category: str | None, shape: LogShape,

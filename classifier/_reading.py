@@ -39,7 +39,7 @@ class Reading:
         run = self.chain.run
         if run is None:
             return None
-        return next((m.line for m in self.shape.markers if m.kind == STOPPING and m.line in run), None)
+        return next((m.line for m in self.shape.markers_between(run.first, run.last + 1) if m.kind == STOPPING), None)
 
 
 def read_log(text: str, scanner: Scanner, corpus: Corpus, patterns: LifecyclePatterns,

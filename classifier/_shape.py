@@ -28,7 +28,7 @@ from ._types import Line
 MAX_MARKERS = 20000      # lifecycle marker lines read at a huge log's head before jumping to its tail
 MARKER_TAIL = 2 << 20
 STOP_TAIL_LINES = 8      # clean-exit lines within this many lines of each other end one run together
-BACKWARD_WINDOW = 64 << 10  # the last progress line before a point is looked for in growing windows
+BACKWARD_WINDOW = 4 << 10  # the last progress line before a point is looked for in growing windows
 RANKED_PROGRESS = 64        # progress lines read after a rank's fault to find that rank's own
 
 _OPTIONS = quiet_options(max_mem=64 << 20)
@@ -126,7 +126,7 @@ class LogShape:
     def _marker_lines(self) -> list[int]:
         return [m.line for m in self.markers]
 
-    def _markers_between(self, first: int, before: int) -> tuple[Marker, ...]:
+    def markers_between(self, first: int, before: int) -> tuple[Marker, ...]:
         """The markers on lines `first`..`before - 1` (markers are in line order): a log that restarts
         a thousand times asks this once per restart, so it never walks every marker."""
         lines = self._marker_lines
@@ -233,6 +233,8 @@ class LogShape:
         window = BACKWARD_WINDOW
         while hi > lo_limit:
             lo = max(lo_limit, hi - window)
+            if lo > lo_limit:  # windows split between lines, so no line is cut between two of them
+                lo = max(lo_limit, self.data.rfind(b"\n", lo_limit, lo) + 1)
             found = None
             for m in rx.finditer(self.data, lo, hi):
                 found = m.start()
@@ -270,12 +272,12 @@ class LogShape:
     def _stop_start(self, first: int, stopped: int) -> int:
         """Where the stop that ended a run began: its first stop line after the run's last progress."""
         worked = self.last_progress(first, stopped) or first - 1
-        return next((m.line for m in self._markers_between(worked + 1, stopped) if m.kind == STOPPING), stopped)
+        return next((m.line for m in self.markers_between(worked + 1, stopped) if m.kind == STOPPING), stopped)
 
     def _active(self, first: int, before: int, faults: Sequence[int]) -> bool:
         k = bisect.bisect_left(faults, first)
         if k < len(faults) and faults[k] < before:
             return True
-        if any(m.kind in (READY, STOPPING) for m in self._markers_between(first, before)):
+        if any(m.kind in (READY, STOPPING) for m in self.markers_between(first, before)):
             return True
         return self.progress_between(first - 1, before - 1)

@@ -295,3 +295,15 @@ def test_a_missing_optional_generation_config_is_no_failure_but_a_missing_config
               "to have a file named {}. Checkout 'https://huggingface.co/acme/coder-7b/tree/main' for available files.")
     assert rules_engine.diagnose_text(notice.format("generation_config.json")).category == "unknown"
     assert rules_engine.diagnose_text(notice.format("config.json")).category == "model-load"
+
+
+@pytest.mark.parametrize("pad", range(20, 45))
+def test_a_warning_served_past_is_handled_wherever_its_progress_line_falls(rules_engine, pad):
+    """The last progress before a fault is looked for backwards in growing windows; a progress line
+    split between two windows would be lost, and the warning before it taken for the failure."""
+    filler = [f"INFO 11-30 07:20:{i % 60:02d} [logger.py:41] Received request cmpl-{i:05d}: params elided"
+              for i in range(pad)]
+    served = ['INFO:     10.20.0.5:51000 - "POST /v1/chat/completions HTTP/1.1" 200 OK']
+    d = rules_engine.diagnose_text(join(vllm_long_prompt_warning(), served, filler, vllm_oom_crash()))
+    assert d.category == "gpu-oom"
+    assert [e.category for e in d.earlier] == ["context-length"]
