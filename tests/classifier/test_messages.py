@@ -249,3 +249,12 @@ def test_generic_wording_places_no_line(rules_engine):
     assert not d.passes.rules
     specific = index.lookup("AssertionError: 4096 is not divisible by 3")
     assert specific is not None and not index.places_nothing(specific)
+
+
+def test_a_glog_line_of_mooncakes_transfer_engine_is_placed_by_its_file(rules_engine):
+    """Mooncake prints glog lines that name only the source file: the file places them."""
+    line = ("E0302 08:14:07.512093 41177 transfer_task.cpp:305] Failed to complete transfers after 60 seconds "
+            "for batch 7301122\n")
+    d = rules_engine.diagnose_text(line)
+    assert d.category == "disaggregation-transfer"
+    assert d.evidence[0].line == 1
