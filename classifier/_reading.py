@@ -16,7 +16,7 @@ from ._extract import Extract, extract
 from ._messages import MessageIndex
 from ._precedence import Ordering, order
 from ._rules import Scanner
-from ._shape import STOPPING, LifecyclePatterns, LogShape
+from ._shape import LifecyclePatterns, LogShape
 from ._types import Hit, Line
 
 
@@ -39,7 +39,7 @@ class Reading:
         run = self.chain.run
         if run is None:
             return None
-        return next((m.line for m in self.shape.markers_between(run.first, run.last + 1) if m.kind == STOPPING), None)
+        return self.shape.first_stop(run.first, run.last + 1)
 
 
 def read_log(text: str, scanner: Scanner, corpus: Corpus, patterns: LifecyclePatterns,

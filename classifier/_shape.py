@@ -132,6 +132,10 @@ class LogShape:
         lines = self._marker_lines
         return self.markers[bisect.bisect_left(lines, first):bisect.bisect_left(lines, before)]
 
+    def first_stop(self, first: int, before: int) -> int | None:
+        """The first line of an operator's stop (a signal, a shutdown notice) in `first`..`before - 1`."""
+        return next((m.line for m in self.markers_between(first, before) if m.kind == STOPPING), None)
+
     def _markers(self) -> tuple[Marker, ...]:
         if self.patterns.markers is None:
             return ()
@@ -272,7 +276,8 @@ class LogShape:
     def _stop_start(self, first: int, stopped: int) -> int:
         """Where the stop that ended a run began: its first stop line after the run's last progress."""
         worked = self.last_progress(first, stopped) or first - 1
-        return next((m.line for m in self.markers_between(worked + 1, stopped) if m.kind == STOPPING), stopped)
+        found = self.first_stop(worked + 1, stopped)
+        return stopped if found is None else found
 
     def _active(self, first: int, before: int, faults: Sequence[int]) -> bool:
         k = bisect.bisect_left(faults, first)

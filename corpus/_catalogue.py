@@ -19,7 +19,6 @@ from ._load import builtin_dir
 from ._mine import Template, merge, read_catalogue, render, write_catalogue
 
 
-
 def catalogue_dir() -> Path:
     return builtin_dir() / "catalogue"
 
