@@ -113,10 +113,13 @@ def from_stream(stream: BinaryIO, name: str, limit: int) -> LogText:
         if isinstance(exc, InputError):
             raise
         raise InputError(f"{name}: damaged archive or unreadable input ({_short(exc)})") from None
-    return LogText(name=name, text=normalize(decode(data)), size=len(data))
+    size = len(data)
+    text = decode(data)
+    del data  # the raw bytes go before normalising copies the text: a 100 MB log is held once, not twice
+    return LogText(name=name, text=normalize(text), size=size)
 
 
-def decode(data: bytes) -> str:
+def decode(data: bytes | bytearray) -> str:
     """Any bytes become text: a BOM picks UTF-16/32, otherwise UTF-8 with bad bytes replaced."""
     for bom, codec in ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
                        (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
@@ -154,18 +157,19 @@ def _runner_prefixed(text: str, prefix: re.Pattern[str]) -> bool:
     return bool(lines) and sum(1 for l in lines if prefix.match(l)) >= CONTAINER_SHARE * len(lines)
 
 
-def _read_limited(stream: _Reader, name: str, limit: int) -> bytes:
+def _read_limited(stream: _Reader, name: str, limit: int) -> bytearray:
+    """The whole stream under `limit`, as the buffer it was read into (no copy of a 100 MB log)."""
     buf = bytearray()
     while True:
         chunk = stream.read(min(CHUNK, limit + 1 - len(buf)))
         if not chunk:
-            return bytes(buf)
+            return buf
         buf += chunk
         if len(buf) > limit:
             raise InputTooLarge(f"{name}: larger than the {_mb(limit)} limit (SERVETRIAGE_MAX_INPUT_MB)")
 
 
-def _read_zip(stream: BinaryIO, name: str, limit: int) -> bytes:
+def _read_zip(stream: BinaryIO, name: str, limit: int) -> bytearray:
     """A zip is one incident: its text members are joined, each under a `==> member <==` header."""
     if not stream.seekable():
         stream = io.BytesIO(_read_limited(stream, name, limit))
@@ -187,7 +191,7 @@ def _read_zip(stream: BinaryIO, name: str, limit: int) -> bytes:
                 raise InputTooLarge(f"{name}: unpacks to more than the {_mb(limit)} limit (SERVETRIAGE_MAX_INPUT_MB)")
         if not members:
             raise InputError(f"{name}: zip archive holds no text files")
-        return bytes(out)
+        return out
 
 
 def _peek_zip_member(zf: zipfile.ZipFile, member: zipfile.ZipInfo) -> bytes:

@@ -30,19 +30,21 @@ MARKER_TAIL = 2 << 20
 STOP_TAIL_LINES = 8      # clean-exit lines within this many lines of each other end one run together
 BACKWARD_WINDOW = 4 << 10  # the last progress line before a point is looked for in growing windows
 RANKED_PROGRESS = 64        # progress lines read after a rank's fault to find that rank's own
+NEWLINE_CHUNK = 8 << 20     # bytes compared at a time when indexing newlines: a 100 MB log needs no 100 MB mask
 
 _OPTIONS = quiet_options(max_mem=64 << 20)
 
 BANNER, READY, STOPPING, STOPPED, BLOCK, PRINTOUT = "banner", "ready", "stopping", "stopped", "block", "printout"
 
 
-def _union(patterns: Iterable[str], over_bytes: bool = False) -> re2._Regexp | None:
+def _union(patterns: Iterable[str], over_bytes: bool = False, per_line: bool = False) -> re2._Regexp | None:
+    """`over_bytes`: searched over a whole text's bytes; `per_line`: over one line's bytes."""
     joined = "|".join(f"(?:{p})" for p in patterns)
     if not joined:
         return None
     if over_bytes:
         joined = "(?m)" + joined  # over a whole text, `^` is the start of each line
-    return re2.compile(joined.encode() if over_bytes else joined, _OPTIONS)
+    return re2.compile(joined.encode() if over_bytes or per_line else joined, _OPTIONS)
 
 
 class LifecyclePatterns:
@@ -55,7 +57,7 @@ class LifecyclePatterns:
                                           (STOPPING, lifecycle.stopping), (STOPPED, lifecycle.stopped),
                                           (BLOCK, tuple(b.start for b in lifecycle.printout_blocks)),
                                           (PRINTOUT, lifecycle.printouts))
-            if (rx := _union(pats)) is not None)
+            if (rx := _union(pats, per_line=True)) is not None)  # read on the bytes of each marker line
         every = [p for kind in (lifecycle.banners, lifecycle.ready, lifecycle.stopping, lifecycle.stopped) for p in kind]
         every += [b.start for b in lifecycle.printout_blocks] + list(lifecycle.printouts)
         self.markers = _union(every, over_bytes=True)
@@ -110,7 +112,9 @@ class LogShape:
     # -- reading --------------------------------------------------------------------------------
     @functools.cached_property
     def _newlines(self) -> np.ndarray:
-        return np.flatnonzero(np.frombuffer(self.data, dtype=np.uint8) == 10)
+        view = np.frombuffer(self.data, dtype=np.uint8)
+        parts = [np.flatnonzero(view[at:at + NEWLINE_CHUNK] == 10) + at for at in range(0, len(view), NEWLINE_CHUNK)]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.intp)
 
     def offset(self, line_no: int) -> int:
         """Byte offset where line `line_no` starts (the end of the data past the last line)."""
@@ -141,7 +145,7 @@ class LogShape:
             return ()
         out: list[Marker] = []
         for no, start, end in matching_lines(self.patterns.markers, self.data, MAX_MARKERS, tail_bytes=MARKER_TAIL):
-            raw = self.data[start:end].decode("utf-8", "replace")
+            raw = self.data[start:end]
             for kind, rx in self.patterns.kinds:
                 if rx.search(raw):
                     out.append(Marker(no, kind))
@@ -227,6 +231,14 @@ class LogShape:
             if other is None or rank is None or other == rank:
                 return True
         return False
+
+    def next_progress(self, first: int, before: int) -> int | None:
+        """The first progress line in `first`..`before - 1`."""
+        rx = self.patterns.progress
+        if rx is None or before <= first:
+            return None
+        m = rx.search(self.data, self.offset(first), self.offset(before))
+        return None if m is None else self.line_at(m.start())
 
     def last_progress(self, first: int, before: int) -> int | None:
         """The last progress line in `first`..`before - 1`, looked for backwards in growing windows."""
