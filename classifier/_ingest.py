@@ -37,6 +37,10 @@ _CONTAINER = re.compile(r"^(?:[A-Za-z0-9][\w.-]*[ \t]+\|(?: |$)|\[pod/[^\]\s]+\]
 # A parent process that logs its child's output streams, inside or outside a runner's prefix
 # (FastChat's `2024-02-20 21:46:23 | ERROR | stderr | `: the level is the stream's, not the line's).
 _SUPERVISOR = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \| [A-Z]+ +\| (?:stdout|stderr) \| ", re.M)
+# Colour codes pasted in caret notation (`^[[31m`), as a pager or a terminal copy shows them.
+_CARET_ANSI = re.compile(r"\^\[\[[0-?]*[ -/]*[@-~]")
+# A text table (Triton's model status table) whose long cells wrap onto continuation rows.
+_TABLE = re.compile(r"^[ \t]*\+-[-+]*\+[ \t]*\n(?:[ \t]*[|+].*(?:\n|$))+", re.M)
 _RUNNER_MARKS = re.compile(r"\||\[pod/|\]: |\dT\d\d:\d\d:")  # a cheap look before the full check
 CONTAINER_SHARE = 0.5  # the prefix is the runner's when at least this share of the first lines carry one
 _SAMPLE_LINES = 200
@@ -137,6 +141,8 @@ def normalize(text: str) -> str:
     prefixes), keep every log line."""
     if "\x1b" in text:
         text = _ANSI.sub("", text)
+    if "^[[" in text:
+        text = _CARET_ANSI.sub("", text)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if "```" in text:
@@ -148,7 +154,46 @@ def normalize(text: str) -> str:
         text = _CONTAINER.sub("", text)
     if "| std" in text[:4096] and _runner_prefixed(text, _SUPERVISOR):
         text = _SUPERVISOR.sub("", text)
+    if "+-" in text and "\n|" in text:
+        text = _TABLE.sub(_join_wrapped_cells, text)
     return text
+
+
+def _join_wrapped_cells(table: re.Match[str]) -> str:
+    """Triton prints each model's status in a table whose last cell wraps onto rows with the other cells
+    blank, cut at the column's width wherever that falls (`… operation no` / `t supported (…:170)`), and
+    starts a row for each line of a multi-line status. The row that opens a cell gets its whole text, so
+    the message reads as one line; the continuation rows stay, so every line keeps its number."""
+    lines = table.group(0).split("\n")
+    row = -1                 # the row that opened the cell being continued (-1: none)
+    heads: list[str] = []    # that row's other cells
+    joined, last = "", ""    # the cell's text so far; the raw last piece, to see whether it was cut mid-line
+    changed = False
+    for i, line in enumerate(lines):
+        body = line.strip()
+        if not (body.startswith("|") and body.count("|") > 1):
+            row = -1
+            continue
+        cells = body[1:-1 if body.endswith("|") else None].split("|")  # a paste may cut the last row short
+        if len(cells) > 1 and row >= 0 and not any(c.strip() for c in cells[:-1]) and cells[-1].strip():
+            joined = joined + _cell_text(cells[-1]) if _filled(last) else f"{joined.rstrip()} {_cell_text(cells[-1])}"
+            last = cells[-1]
+            lines[row] = "| " + " | ".join([*heads, joined.strip()]) + " |"
+            changed = True
+        elif cells[0].strip():
+            row, heads, joined, last = i, [c.strip() for c in cells[:-1]], _cell_text(cells[-1]), cells[-1]
+    return "\n".join(lines) if changed else table.group(0)
+
+
+def _cell_text(cell: str) -> str:
+    """A cell's text without the one space of margin on each side (a cut piece keeps its own spaces)."""
+    return cell[1:-1] if len(cell) >= 2 and cell[0] == " " and cell[-1] == " " else cell.strip()
+
+
+def _filled(cell: str) -> bool:
+    """Whether a piece fills its column: the table cut the line there, not the line's own end."""
+    text = _cell_text(cell)
+    return bool(text) and len(text.rstrip()) == len(text)
 
 
 def _runner_prefixed(text: str, prefix: re.Pattern[str]) -> bool:

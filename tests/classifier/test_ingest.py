@@ -143,3 +143,43 @@ def test_an_engines_own_timestamps_are_kept():
 def test_a_table_with_pipes_is_left_as_it_is():
     table = "| metric | value |\n|---|---|\nthroughput  | 12.5\nrequests 300\nlatency 2.0 s\n"
     assert normalize(table) == table
+
+
+def test_colour_codes_pasted_in_caret_notation_are_stripped():
+    assert normalize("^[[31mJob 'raysubmit_1' failed^[[39m\nok\n") == "Job 'raysubmit_1' failed\nok\n"
+
+
+STATUS = "UNAVAILABLE: Internal: CUDA error: not permitted (/src/runtime/pool.cpp:42)"
+FRAME = "1  0x7f00 /opt/lib.so(+0x3604)"
+WIDTH = 30
+
+
+def model_table(rows: list[tuple[str, str, str]]) -> str:
+    """A table drawn the way Triton draws its model status: each line of a status cut into pieces of
+    the column's width (wherever the cut falls), one row a piece, the other cells blank."""
+    border = f"+{'-' * 14}+{'-' * 9}+{'-' * (WIDTH + 2)}+"
+    out = [border, f"| {'Model':<12} | {'Version':<7} | {'Status':<{WIDTH}} |", border]
+    for model, version, status in rows:
+        for n, line in enumerate(status.split("\n")):
+            for k in range(0, len(line), WIDTH):
+                first = n == 0 and k == 0
+                out.append(f"| {model if first else '':<12} | {version if first else '':<7} | {line[k:k + WIDTH]:<{WIDTH}} |")
+    return "\n".join([*out, border]) + "\n"
+
+
+MODEL_TABLE = model_table([("preprocess", "1", "READY"), ("tensorrt_llm", "1", f"{STATUS}\n{FRAME}")])
+
+
+def test_a_status_cell_wrapped_over_rows_reads_as_one_line_on_the_row_that_opens_it():
+    raw = MODEL_TABLE.split("\n")
+    assert raw[4].endswith("CUDA er |") and raw[5].startswith("|              |         | ror: not")
+    lines = normalize(MODEL_TABLE).split("\n")
+    assert len(lines) == len(raw)  # every line keeps its number
+    # pieces cut at the column's width join as they were; a line of its own follows after a space
+    assert lines[4] == f"| tensorrt_llm | 1 | {STATUS} {FRAME} |"
+    assert lines[3] == raw[3] and lines[5:] == raw[5:]
+
+
+def test_a_table_cut_short_by_the_paste_still_joins_its_last_row():
+    cut = MODEL_TABLE.split("\n")[:5] + ["|              |         | ror: not permitted (/src/ru"]
+    assert normalize("\n".join(cut)).split("\n")[4].endswith("CUDA error: not permitted (/src/ru |")
