@@ -3,8 +3,8 @@
 Measures warm latency on a 200-line and a 5,000-line paste (p50, p99: serving traffic, then the crash
 that ended the run), whole-file diagnosis of 10 MB and 100 MB logs (a crash, then a restart that served on),
 the same 100 MB scanned by `grep -F -f` over every literal signature (for comparison), cold start
-(process start to first diagnosis), peak memory, and `servetriage train` time. Figures go in the
-notes, never into unit tests.
+(process start to first diagnosis), peak memory (of this process, and of `servetriage diagnose` alone on
+each 100 MB file), and `servetriage train` time. Figures go in the notes, never into unit tests.
 """
 
 from __future__ import annotations
@@ -143,6 +143,9 @@ def main() -> None:
             d = engine.diagnose(read_path(path, settings.max_input_bytes))
             report[f"file_{mb}mb_restarting_s"] = round(time.perf_counter() - t, 2)
             report[f"file_{mb}mb_restarting_category"] = d.category
+            if mb == sizes[-1]:  # what `servetriage diagnose` itself holds at its peak, start-up included
+                report[f"diagnose_{mb}mb_peak_mb"] = _peak_mb([exe, "diagnose", str(tmpdir / f"{mb}mb.log")])
+                report[f"diagnose_{mb}mb_restarting_peak_mb"] = _peak_mb([exe, "diagnose", str(path)])
         big = tmpdir / f"{sizes[-1]}mb.log"
         literals = tmpdir / "signatures.txt"
         corpus = load_corpus(settings.extra_corpus_dirs)
@@ -170,6 +173,14 @@ def main() -> None:
             subprocess.run([exe, "train", "--json"], check=True, capture_output=True, env=env)
             report["train_s"] = round(time.perf_counter() - t, 2)
     print(json.dumps(report, indent=2))
+
+
+def _peak_mb(cmd: list[str]) -> float:
+    """Peak resident memory of `cmd` alone: measured by a parent of its own, whose only child it is."""
+    probe = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, capture_output=True); "
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", probe, *cmd], check=True, capture_output=True, text=True).stdout
+    return round(int(out.split()[-1]) / 1024, 1)
 
 
 def _timed(cmd: list[str]) -> float:
