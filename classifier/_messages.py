@@ -117,8 +117,10 @@ class MessageIndex:
         return self._hits(lines, named, symptoms, self._placed_error, SPECIFICITY)
 
     def _placed_error(self, line: Line) -> tuple[str | None, str]:
-        loc = _CPP_LOCATION.search(line.body)
-        if loc is not None:
+        # The message's own location is the last one: a glog prefix (Triton's `model_lifecycle.cc:654]`)
+        # or a wrapper's names where it was reported, `Assertion failed: … (…/lookaheadDecodingLayer.cpp:56)`
+        # where it failed.
+        for loc in reversed(list(_CPP_LOCATION.finditer(line.body))):
             category = self.place(loc.group(1), line.body) or self._place_by_tail(loc.group(1), line.body)
             if category is not None:
                 return category, f"location: {loc.group(1)}:{loc.group(2)}"

@@ -63,6 +63,10 @@ def test_a_cpp_location_in_the_line_is_read_like_a_frame():
     worded = line.replace("mpiSize == tp * pp", "pipeline parallelism times tensor parallelism != world size")
     hits = index.attribute([Line(no=1, text=worded, body=worded)], named=(), symptoms=frozenset())
     assert hits[0].category == "invalid-config" and hits[0].pattern == "location: /src/cpp/tensorrt_llm/runtime/worldCheck.cpp:7"
+    # a server's glog prefix names where it reported the failure; the message's own location is read
+    prefixed = f"E0301 10:00:00.000001 88 model_lifecycle.cc:654] failed to load: {worded}"
+    hits = index.attribute([Line(no=1, text=prefixed, body=prefixed)], named=(), symptoms=frozenset())
+    assert [h.category for h in hits] == ["invalid-config"] and hits[0].pattern.endswith("worldCheck.cpp:7")
 
 
 def test_the_packaged_catalogue_serves_the_engine(rules_engine):
