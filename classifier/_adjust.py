@@ -29,13 +29,15 @@ from ._precedence import Ordering
 class AdjustContext:
     """What the adjustments may read about one log (its figures are read once, when first asked)."""
 
-    def __init__(self, ordering: Ordering, focus: Extract, text: str, has_faults: bool, corpus: Corpus,
+    def __init__(self, ordering: Ordering, focus: Extract, log: str | bytes, has_faults: bool, corpus: Corpus,
                  symptom_roles: frozenset[str], figures_text: Callable[[], str] | None = None,
                  stopping_at: int | None = None) -> None:
-        """`stopping_at`: the first line of an operator's stop in the failed run (Reading.stopping_at)."""
-        self.ordering, self.focus, self.text, self.has_faults = ordering, focus, text, has_faults
+        """`log`: the text, or the text as UTF-8 bytes; `figures_text`: the text the figures are read
+        from (the diagnosed run), when not all of it; `stopping_at`: the first line of an operator's stop
+        in the failed run (Reading.stopping_at)."""
+        self.ordering, self.focus, self.log, self.has_faults = ordering, focus, log, has_faults
         self.corpus, self.symptom_roles, self.stopping_at = corpus, symptom_roles, stopping_at
-        self._figures_text = figures_text or (lambda: text)
+        self._figures_text = figures_text or (lambda: log if isinstance(log, str) else log.decode("utf-8", "replace"))
 
     @functools.cached_property
     def figures(self) -> MetricsVerdict | None:
@@ -73,7 +75,7 @@ class FeatureRule:
         corpus = ctx.corpus
         if not fusion.ranking or fusion.ranking[0][0] not in corpus.kernel_faults:
             return fusion
-        feature = feature_of(ctx.focus, corpus.feature_code_paths, corpus.feature_markers, ctx.text)
+        feature = feature_of(ctx.focus, corpus.feature_code_paths, corpus.feature_markers, ctx.log)
         if feature is None:
             return fusion
         top = fusion.ranking[0][1]

@@ -140,8 +140,8 @@ class Engine:
         gate read a stored log once."""
         return self._read(text).focus
 
-    def _read(self, text: str) -> Reading:
-        return read_log(text, self.scanner, self.corpus, self.lifecycle, self.symptom_roles, self.messages)
+    def _read(self, log: str | bytes) -> Reading:
+        return read_log(log, self.scanner, self.corpus, self.lifecycle, self.symptom_roles, self.messages)
 
     def classifier_document(self, text: str) -> str:
         """What the classifier pass reads of `text` ("" when nothing is left to read)."""
@@ -156,9 +156,9 @@ class Engine:
     def diagnose(self, log: LogText) -> Diagnosis:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        reading = self._read(log.text)
+        reading = self._read(log.data)
         shape, chain, ordering, ex = reading.shape, reading.chain, reading.ordering, reading.focus
-        blank = not log.text or log.text.isspace()
+        blank = log.blank
         t1 = t0 + reading.shape.seconds
         t2 = time.perf_counter()
         timings["shape_ms"] = (t1 - t0) * 1000
@@ -178,8 +178,8 @@ class Engine:
         rule_incidents = _rule_incidents(ordering, learned.get("retrieval"), learned.get("classifier"))
         fusion = fuse(ordering, learned.get("retrieval"), learned.get("classifier"), self.calibrator,
                       self.symptom_roles, rule_incidents, has_fault(ex))
-        ctx = AdjustContext(ordering, ex, log.text, reading.has_faults, self.corpus, self.symptom_roles,
-                            lambda: _run_text(log.text, shape, chain), reading.stopping_at)
+        ctx = AdjustContext(ordering, ex, log.data, reading.has_faults, self.corpus, self.symptom_roles,
+                            lambda: _run_text(shape, chain), reading.stopping_at)
         fusion = adjust(fusion, ctx)
         figures = ctx.figures
         if figures is not None:
@@ -208,7 +208,7 @@ class Engine:
         ranking = list(fusion.ranking)
         category = ranking[0][0] if ranking else UNKNOWN
         confidence = fusion.confidence if ranking else 0.0
-        if not log.text or log.text.isspace():
+        if log.blank:
             category, confidence = UNKNOWN, 0.0
         elif confidence < self.threshold:
             category = UNKNOWN
@@ -329,11 +329,9 @@ def _rule_incidents(ordering: Ordering, retrieval: PassScores | None, classifier
     return out
 
 
-def _run_text(text: str, shape: LogShape, chain: Chain) -> str:
+def _run_text(shape: LogShape, chain: Chain) -> str:
     """The text the figures are read from: the diagnosed run, else the last one."""
     run = chain.run or chain.runs[-1]
-    if run.first <= 1 and run.last >= shape.total_lines:
-        return text
     start, end = shape.offset(run.first), shape.offset(run.last + 1)
     return shape.data[start:end].decode("utf-8", "replace")
 

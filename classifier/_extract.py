@@ -165,54 +165,52 @@ def _stamp(value: str) -> str:
     return value[5:] if len(value) >= 19 and value[4] == "-" else value
 
 
-def extract(text: str, data: bytes | None = None) -> Extract:
-    """Pick the salient lines of `text` (tracebacks whole, per rank) with their prefixes parsed;
-    `data` is the text already encoded as UTF-8, when the caller has it."""
-    total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-    picked = _candidate_lines(text, data)
-    opening = _opening_frame(text)
+def extract(log: str | bytes) -> Extract:
+    """Pick the salient lines of a log (tracebacks whole, per rank) with their prefixes parsed. `log` is
+    its text, or the text as UTF-8 bytes: what a whole log is held as, read a line at a time."""
+    data = log if isinstance(log, bytes) else log.encode("utf-8", "surrogatepass")
+    total = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    picked = _candidate_lines(data)
+    opening = _opening_frame(data)
     if opening is not None and all(no != opening[0] for no, _, _ in picked[:HEAD_LINES]):
         picked = sorted([*picked, opening])
     if not picked:
-        picked = _tail_lines(text, FALLBACK_TAIL)
-    lines = _assemble(text, picked)
-    return Extract(lines=tuple(lines), engine=detect_engine(text), versions=detect_versions(text), total_lines=total)
+        picked = _tail_lines(data, FALLBACK_TAIL)
+    lines = _assemble(data, picked)
+    return Extract(lines=tuple(lines), engine=detect_engine(data), versions=detect_versions(data), total_lines=total)
 
 
-def _opening_frame(text: str) -> tuple[int, int, int] | None:
+def _line(data: bytes, start: int, end: int) -> str:
+    """One line of the log (byte offsets), decoded; a byte that is not UTF-8 reads as U+FFFD."""
+    return data[start:end].decode("utf-8", "replace")
+
+
+def _line_end(data: bytes, pos: int) -> int:
+    nl = data.find(b"\n", pos)
+    return len(data) if nl < 0 else nl
+
+
+def _opening_frame(data: bytes) -> tuple[int, int, int] | None:
     """The first `File "…", line N` line when a paste opens inside a traceback (its first lines are
     frames and source lines): frames carry no fault word, so the salient scan alone would skip it."""
     pos = 0
     for no in range(1, HEAD_LINES + 1):
-        end = text.find("\n", pos)
-        end = len(text) if end < 0 else end
-        body = parse_prefix(text[pos:end])[0]
+        end = _line_end(data, pos)
+        body = parse_prefix(_line(data, pos, end))[0]
         if _FILE_LINE.match(body):
             return no, pos, end
         if body.strip() and not body[:1].isspace():
             return None  # a message line first: the paste did not open inside a traceback
-        if end >= len(text):
+        if end >= len(data):
             return None
         pos = end + 1
     return None
 
 
-def _candidate_lines(text: str, data: bytes | None = None) -> list[tuple[int, int, int]]:
-    """(line number, start, end) of lines with a salient word, found in one RE2 pass."""
-    data = data if data is not None else text.encode("utf-8", "surrogatepass")
+def _candidate_lines(data: bytes) -> list[tuple[int, int, int]]:
+    """(line number, start, end) of lines with a salient word, found in one RE2 pass (byte offsets)."""
     regex = _ANY_RE if len(data) <= PASTE_BYTES else _STRONG_RE
-    if data.isascii():
-        return list(matching_lines(regex, data, MAX_CANDIDATES, tail_bytes=TAIL_BYTES))
-    # Offsets are byte offsets: map them back to character offsets for a non-ASCII log (a progress
-    # bar's blocks, a CJK message). Lines come in order and start after a newline, which is never
-    # inside a UTF-8 sequence, so each gap is decoded once: linear in the log, not in its square.
-    out = []
-    byte_at, char_at = 0, 0
-    for no, start, end in matching_lines(regex, data, MAX_CANDIDATES, tail_bytes=TAIL_BYTES):
-        char_at += len(data[byte_at:start].decode("utf-8", "replace"))
-        byte_at = start
-        out.append((no, char_at, char_at + len(data[start:end].decode("utf-8", "replace"))))
-    return out
+    return list(matching_lines(regex, data, MAX_CANDIDATES, tail_bytes=TAIL_BYTES))
 
 
 class _Span(Protocol):
@@ -255,18 +253,21 @@ def matching_lines(regex: BytesPattern, data: bytes, limit: int, tail_bytes: int
             return
 
 
-def _tail_lines(text: str, n: int) -> list[tuple[int, int, int]]:
+def _tail_lines(data: bytes, n: int) -> list[tuple[int, int, int]]:
+    """The last `n` lines that are not blank, read backwards from the end."""
     spans: list[tuple[int, int, int]] = []
-    pos, no = 0, 1
-    for raw in text.split("\n"):
-        if raw.strip():
-            spans.append((no, pos, pos + len(raw)))
-        pos += len(raw) + 1
-        no += 1
-    return spans[-n:]
+    end, no = len(data), data.count(b"\n") + 1
+    while len(spans) < n:
+        start = data.rfind(b"\n", 0, end) + 1
+        if data[start:end].strip():
+            spans.append((no, start, end))
+        if start == 0:
+            break
+        end, no = start - 1, no - 1
+    return spans[::-1]
 
 
-def _assemble(text: str, picked: list[tuple[int, int, int]]) -> list[Line]:
+def _assemble(data: bytes, picked: list[tuple[int, int, int]]) -> list[Line]:
     """Turn candidate spans into `Line`s; a traceback header pulls in its frames and exception line."""
     if len(picked) > MAX_SALIENT:
         picked = picked[: MAX_SALIENT // 2] + picked[-MAX_SALIENT // 2:]
@@ -276,13 +277,13 @@ def _assemble(text: str, picked: list[tuple[int, int, int]]) -> list[Line]:
     for no, start, end in picked:
         if no in seen:
             continue
-        raw = text[start:end]
+        raw = _line(data, start, end)
         body, rank, stamp, level = parse_prefix(raw)
         block += 1
         # A traceback header (also "Scheduler hit an exception: Traceback (most recent call last):"), or a
         # frame no header came before: a paste that starts inside a traceback reads on from its first frame.
         if _HEADER in body or _FILE_LINE.match(body) or DUMP_HEADER.search(body):
-            unit = _traceback(text, no, end, rank, block)
+            unit = _traceback(data, no, end, rank, block)
             for line in unit:
                 seen.add(line.no)
             lines.extend(unit)
@@ -291,7 +292,7 @@ def _assemble(text: str, picked: list[tuple[int, int, int]]) -> list[Line]:
         body = body.strip()
         exception = bool(_EXC_LINE.match(body))
         if exception:  # a paste that starts inside a traceback: its frames sit just above
-            for frame in _frames_above(text, no, start, rank, block):
+            for frame in _frames_above(data, no, start, rank, block):
                 if frame.no not in seen:
                     seen.add(frame.no)
                     lines.append(frame)
@@ -301,9 +302,9 @@ def _assemble(text: str, picked: list[tuple[int, int, int]]) -> list[Line]:
     return lines
 
 
-def _traceback(text: str, no: int, end: int, rank: str | None, block: int) -> list[Line]:
+def _traceback(data: bytes, no: int, end: int, rank: str | None, block: int) -> list[Line]:
     """Read forward from a traceback header, following only lines of the same rank."""
-    header_raw = text[text.rfind("\n", 0, end - 1) + 1: end]
+    header_raw = _line(data, data.rfind(b"\n", 0, end - 1) + 1, end)
     body, _, stamp, level = parse_prefix(header_raw)
     headless = bool(_FILE_LINE.match(body))  # a paste that opens inside a traceback: its first frame
     dump = bool(DUMP_HEADER.search(body))  # a stack dump: frames only, the next record ends it
@@ -311,10 +312,10 @@ def _traceback(text: str, no: int, end: int, rank: str | None, block: int) -> li
                  frame=headless)]
     pos, cur, frames, trailing = end + 1, no, 0, 0
     scanned, after_file = 0, headless
-    while pos < len(text) and scanned < 4000:
-        nl = text.find("\n", pos)
-        raw = text[pos: len(text) if nl < 0 else nl]
-        pos = len(text) if nl < 0 else nl + 1
+    while pos < len(data) and scanned < 4000:
+        nl = _line_end(data, pos)
+        raw = _line(data, pos, nl)
+        pos = nl + 1
         cur += 1
         scanned += 1
         b, r, s, lv = parse_prefix(raw)
@@ -356,15 +357,15 @@ def _traceback(text: str, no: int, end: int, rank: str | None, block: int) -> li
     return unit
 
 
-def _frames_above(text: str, no: int, start: int, rank: str | None, block: int) -> list[Line]:
+def _frames_above(data: bytes, no: int, start: int, rank: str | None, block: int) -> list[Line]:
     """The frames right above an exception line whose traceback header was cut off (oldest first)."""
     found: list[Line] = []
     end = start - 1
     cur = no
     pending: Line | None = None  # a source line waits for its `File` line above it
     while end > 0 and len(found) < MAX_TRACEBACK_LINES:
-        begin = text.rfind("\n", 0, end) + 1
-        raw = text[begin:end]
+        begin = data.rfind(b"\n", 0, end) + 1
+        raw = _line(data, begin, end)
         end, cur = begin - 1, cur - 1
         b, r, s, lv = parse_prefix(raw)
         if rank is not None and r is not None and r != rank:
@@ -401,20 +402,19 @@ _VERSION_PATTERNS = (
 _SCAN_WINDOW = 512 << 10  # engine and version markers sit near the start and the end
 
 
-def _windows(text: str) -> Iterable[str]:
-    if len(text) <= 2 * _SCAN_WINDOW:
-        return (text,)
-    return (text[:_SCAN_WINDOW], text[-_SCAN_WINDOW:])
+def _windows(log: str | bytes) -> Iterable[str]:
+    parts = (log,) if len(log) <= 2 * _SCAN_WINDOW else (log[:_SCAN_WINDOW], log[-_SCAN_WINDOW:])
+    return tuple(p.decode("utf-8", "replace") if isinstance(p, bytes) else p for p in parts)
 
 
-def detect_engine(text: str) -> str | None:
+def detect_engine(text: str | bytes) -> str | None:
     """The engine with the most markers in the log's head and tail (None when there is none)."""
     counts = {e: sum(w.count(m) for w in _windows(text) for m in markers) for e, markers in _ENGINE_MARKERS.items()}
     best = max(counts, key=lambda e: counts[e])
     return best if counts[best] else None
 
 
-def detect_versions(text: str) -> dict[str, str]:
+def detect_versions(text: str | bytes) -> dict[str, str]:
     found: dict[str, str] = {}
     for window in _windows(text):
         for name, pattern in _VERSION_PATTERNS:

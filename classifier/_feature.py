@@ -16,15 +16,15 @@ MAX_MARKER_COUNT = 3
 
 
 def feature_of(ex: Extract, code_paths: Mapping[str, tuple[str, ...]],
-               markers: Mapping[str, tuple[str, ...]] | None = None, text: str = "") -> str | None:
+               markers: Mapping[str, tuple[str, ...]] | None = None, log: str | bytes = "") -> str | None:
     """The feature whose code the log ran through (the one named by most frames and marker lines).
 
     Marker lines are not salient (a progress bar, a metrics line), so they are counted in the whole
-    `text`, each phrase at most `MAX_MARKER_COUNT` times.
+    `log` (its text, or the text as UTF-8 bytes), each phrase at most `MAX_MARKER_COUNT` times.
     """
     counts: dict[str, int] = {}
     for feature, phrases in (markers or {}).items():
-        n = sum(min(text.count(p), MAX_MARKER_COUNT) for p in phrases)
+        n = sum(min(_count(log, p), MAX_MARKER_COUNT) for p in phrases)
         if n:
             counts[feature] = n
     for line in ex.lines:
@@ -38,3 +38,7 @@ def feature_of(ex: Extract, code_paths: Mapping[str, tuple[str, ...]],
             if any(f.lower() in where for f in fragments):
                 counts[feature] = counts.get(feature, 0) + 1
     return max(counts, key=lambda f: counts[f]) if counts else None
+
+
+def _count(log: str | bytes, phrase: str) -> int:
+    return log.count(phrase.encode()) if isinstance(log, bytes) else log.count(phrase)

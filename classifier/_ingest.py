@@ -54,11 +54,28 @@ class _Reader(Protocol):
 
 @dataclasses.dataclass(frozen=True)
 class LogText:
-    """One input, decoded and normalised: `name` is the path, `-` for stdin, or a caller's label."""
+    """One input, decoded, normalised and held as UTF-8 bytes: `name` is the path, `-` for stdin, or a
+    caller's label. A whole log is held once, as bytes; the passes read it a line at a time."""
 
     name: str
-    text: str
+    data: bytes
     size: int  # bytes read after decompression
+
+    @classmethod
+    def of(cls, name: str, text: str, size: int | None = None) -> LogText:
+        """A log from text already decoded and normalised."""
+        data = text.encode("utf-8", "surrogatepass")
+        return cls(name=name, data=data, size=len(data) if size is None else size)
+
+    @property
+    def text(self) -> str:
+        """The log as text, decoded when asked and kept nowhere: a whole log's text is up to four times
+        its bytes (one non-Latin character, a progress bar's block, makes every character two bytes)."""
+        return self.data.decode("utf-8", "replace")
+
+    @property
+    def blank(self) -> bool:
+        return not self.data.strip()
 
 
 def read_inputs(paths: Iterable[str], limit: int, stdin: BinaryIO | None = None) -> Iterator[LogText]:
@@ -100,7 +117,7 @@ def from_bytes(data: bytes, name: str, limit: int) -> LogText:
 
 def from_text(text: str, name: str = "-") -> LogText:
     """Text that is already decoded (a Slack message): only normalised."""
-    return LogText(name=name, text=normalize(text), size=len(text.encode("utf-8", "replace")))
+    return LogText.of(name, normalize(text), len(text.encode("utf-8", "replace")))
 
 
 def from_stream(stream: BinaryIO, name: str, limit: int) -> LogText:
@@ -119,8 +136,8 @@ def from_stream(stream: BinaryIO, name: str, limit: int) -> LogText:
         raise InputError(f"{name}: damaged archive or unreadable input ({_short(exc)})") from None
     size = len(data)
     text = decode(data)
-    del data  # the raw bytes go before normalising copies the text: a 100 MB log is held once, not twice
-    return LogText(name=name, text=normalize(text), size=size)
+    del data  # the raw bytes go before normalising copies the text, and the text once it is encoded
+    return LogText.of(name, normalize(text), size)
 
 
 def decode(data: bytes | bytearray) -> str:

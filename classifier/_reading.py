@@ -42,13 +42,14 @@ class Reading:
         return self.shape.first_stop(run.first, run.last + 1)
 
 
-def read_log(text: str, scanner: Scanner, corpus: Corpus, patterns: LifecyclePatterns,
+def read_log(log: str | bytes, scanner: Scanner, corpus: Corpus, patterns: LifecyclePatterns,
              symptom_roles: frozenset[str], messages: MessageIndex | None = None) -> Reading:
-    """`messages`: the mined catalogue; an error line no signature names is placed by where it is printed."""
-    shape = LogShape(text, patterns)
-    whole = extract(text, shape.data)
+    """`log`: the text, or the text as UTF-8 bytes (a whole log is read as bytes, a line decoded when
+    it is looked at); `messages`: the mined catalogue, which places an error line no signature names."""
+    shape = LogShape(log, patterns)
+    whole = extract(shape.data)
     whole = dataclasses.replace(whole, lines=tuple(l for l in whole.lines if not shape.is_printout(l)))
-    hits = [h for h in scanner.scan(text, shape.data) if not shape.is_printout(h.line)]
+    hits = [h for h in scanner.scan(shape.data) if not shape.is_printout(h.line)]
     levels = {l.no: severity(l, patterns) for l in whole.lines if not l.frame}  # each line read once
     if messages is not None:
         # An unprefixed line an error template names is an error: a C++ library's exception text

@@ -71,16 +71,16 @@ class Scanner:
     def __len__(self) -> int:
         return len(self._rules)
 
-    def scan(self, text: str, data: bytes | None = None) -> list[Hit]:
-        """Every (line, signature) hit in `text`, in line order. A repeated line is matched once; its
-        hits are reported at its first occurrences and its last (a crash loop repeats the same crash,
-        and the run that failed last matters as much as the first)."""
-        if self._any is None or not text:
+    def scan(self, log: str | bytes) -> list[Hit]:
+        """Every (line, signature) hit in a log (its text, or the text as UTF-8 bytes), in line order. A
+        repeated line is matched once; its hits are reported at its first occurrences and its last (a
+        crash loop repeats the same crash, and the run that failed last matters as much as the first)."""
+        if self._any is None or not log:
             return []
         hits: list[Hit] = []
         matched_by_line: dict[bytes, list[_Rule]] = {}
         repeats: dict[bytes, list[int]] = {}
-        data = data if data is not None else text.encode("utf-8", "surrogatepass")  # `data`: the text encoded once
+        data = log if isinstance(log, bytes) else log.encode("utf-8", "surrogatepass")
         for line_no, start, end in matching_lines(self._any, data, limit=1 << 62):
             raw_bytes = data[start:end]
             known = matched_by_line.get(raw_bytes)

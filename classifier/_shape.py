@@ -100,10 +100,12 @@ class Run:
 class LogShape:
     """Markers, printout spans and progress of one log; runs are split once the faults are known."""
 
-    def __init__(self, text: str, patterns: LifecyclePatterns) -> None:
+    def __init__(self, log: str | bytes, patterns: LifecyclePatterns) -> None:
+        """`log`: the text, or the text as UTF-8 bytes (as a whole log is held); extract and the scanner
+        read the same bytes."""
         started = time.perf_counter()
         self.patterns = patterns
-        self.data = text.encode("utf-8", "surrogatepass")  # encoded once; extract and the scanner share it
+        self.data = log if isinstance(log, bytes) else log.encode("utf-8", "surrogatepass")
         self.total_lines = self.data.count(b"\n") + (0 if self.data.endswith(b"\n") or not self.data else 1)
         self.markers = self._markers()
         self.blocks = self._printout_blocks()

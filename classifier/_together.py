@@ -25,13 +25,16 @@ _MEMBER = re.compile(r"^==> (.+?) <==$", re.M)  # a zip member's header (ingest)
 def split_members(log: LogText) -> list[LogText]:
     """The files a joined input holds: a zip of rank logs (ingest joins its members under `==> name <==`
     headers) or a `tail -f` of several files is split back into one log per member."""
-    heads = list(_MEMBER.finditer(log.text))
-    if len(heads) < 2 or log.text[: heads[0].start()].strip():
+    if not log.data.startswith(b"==> ") and b"\n==> " not in log.data:
+        return [log]
+    text = log.text
+    heads = list(_MEMBER.finditer(text))
+    if len(heads) < 2 or text[: heads[0].start()].strip():
         return [log]
     out = []
     for head, nxt in zip(heads, heads[1:] + [None]):
-        body = log.text[head.end() + 1: nxt.start() if nxt else len(log.text)]
-        out.append(LogText(name=f"{log.name}:{head.group(1)}", text=body, size=len(body.encode())))
+        body = text[head.end() + 1: nxt.start() if nxt else len(text)]
+        out.append(LogText.of(f"{log.name}:{head.group(1)}", body))
     return out
 
 
@@ -59,7 +62,7 @@ def merge(logs: Sequence[LogText]) -> Merged:
     name = " + ".join(log.name for log in logs)
     text = "\n".join(k[3] for k in keyed) + "\n"
     origin = tuple((logs[k[1]].name, k[2] + 1) for k in keyed)
-    return Merged(LogText(name=name, text=text, size=sum(log.size for log in logs)), origin)
+    return Merged(LogText.of(name, text, sum(log.size for log in logs)), origin)
 
 
 def placed(d: Diagnosis, merged: Merged, alone: Sequence[Diagnosis] = ()) -> Diagnosis:

@@ -106,3 +106,16 @@ def test_an_exception_right_under_a_frame_with_no_source_line_is_the_exception()
     lines = {l.no: l for l in extract(log).lines}
     assert lines[2].frame and lines[3].exception and not lines[3].frame
     assert lines[7].frame and not lines[7].exception and lines[8].exception  # a source line that lost its indent
+
+
+def test_a_log_read_as_bytes_gives_the_lines_its_text_gives():
+    # progress-bar blocks and a CJK note make byte offsets differ from character offsets
+    log = ("Loading safetensors checkpoint shards: 100% Completed | \u2588\u2588\u2588\u2588 | 4/4\n"
+           "INFO 03-04 10:11:12 [api_server.py:10] 模型加载完成 vLLM API server version 0.8.5\n" + INTERLEAVED
+           + "\u2588\u2588 ERROR 03-04 10:11:17 [core.py:1] RuntimeError: 显存不足 CUDA error: out of memory\n")
+    as_text, as_bytes = extract(log), extract(log.encode("utf-8"))
+    assert as_bytes == as_text
+    assert as_bytes.lines[-1].text.endswith("RuntimeError: 显存不足 CUDA error: out of memory")
+    # with nothing salient, the tail is read: its last lines, numbered as they stand
+    quiet = "第一行\n\n\u2588 second\nthird\n"
+    assert [(l.no, l.text) for l in extract(quiet.encode()).lines] == [(1, "第一行"), (3, "\u2588 second"), (4, "third")]

@@ -183,3 +183,12 @@ def test_a_status_cell_wrapped_over_rows_reads_as_one_line_on_the_row_that_opens
 def test_a_table_cut_short_by_the_paste_still_joins_its_last_row():
     cut = MODEL_TABLE.split("\n")[:5] + ["|              |         | ror: not permitted (/src/ru"]
     assert normalize("\n".join(cut)).split("\n")[4].endswith("CUDA error: not permitted (/src/ru |")
+
+
+def test_a_log_is_held_once_as_utf8_bytes_and_read_as_text_on_demand(tmp_path):
+    raw = "INFO 进度 \u2588\u2588\u2588\r\nRuntimeError: CUDA error\r\n".encode()
+    (tmp_path / "a.log").write_bytes(raw)
+    log = read_path(tmp_path / "a.log", 10 * MB)
+    assert log.data == "INFO 进度 \u2588\u2588\u2588\nRuntimeError: CUDA error\n".encode() and log.size == len(raw)
+    assert log.text == log.data.decode() and not log.blank
+    assert from_bytes(b" \n\t\n", "paste", MB).blank
