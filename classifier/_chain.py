@@ -163,13 +163,15 @@ def chain_hits(chain: Chain, hits: Sequence[Hit], explains: Mapping[str, frozens
     error or worse that a rule names, a warning or info line keeps its say only when a serious line
     shares its category or explains it (`explains`, precedence.yaml: a watchdog timeout explains the
     stall before it). Errors no rule names silence nothing: a `/health` 500 before an unplaced
-    `Exception in ASGI application` is still the evidence there is."""
+    `Exception in ASGI application` is still the evidence there is. Nor does a symptom a rule names
+    (SGLang's `Received sigquit from a child process` under the traceback it follows): it is the
+    consequence, not what the lines before it are about."""
     own = {f.line.no: f for f in chain.faults}
     kept = [h for h in hits if h.line.no in own]
     serious = {f.line.no for f in chain.faults if f.severity >= Severity.ERROR}
-    if not serious or not any(h.line.no in serious for h in kept):
+    if not serious or not any(h.line.no in serious and not h.symptom for h in kept):
         return kept
-    related = {h.category for h in kept if h.line.no in serious}
+    related = {h.category for h in kept if h.line.no in serious and not h.symptom}
     related |= {c for cat in tuple(related) for c in (explains or {}).get(cat, ())}
     return [h for h in kept if h.line.no in serious or h.category in related]
 

@@ -307,3 +307,18 @@ def test_a_warning_served_past_is_handled_wherever_its_progress_line_falls(rules
     d = rules_engine.diagnose_text(join(vllm_long_prompt_warning(), served, filler, vllm_oom_crash()))
     assert d.category == "gpu-oom"
     assert [e.category for e in d.earlier] == ["context-length"]
+
+
+def test_a_symptom_a_rule_names_under_a_traceback_silences_nothing_before_it(rules_engine):
+    """SGLang's teardown line after a scheduler's traceback is named (worker-dead, a symptom): the frame
+    that placed the fault above it keeps its say."""
+    crash = ["[2026-01-02 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+             '  File "/opt/sglang/python/sglang/srt/model_executor/model_runner.py", line 1790, in init_memory_pool',
+             "    self.token_to_kv_pool = MHATokenToKVPool(",
+             '  File "/opt/sglang/python/sglang/srt/mem_cache/memory_pool.py", line 736, in __init__',
+             "    self._create_buffers()",
+             "RuntimeError: device out of memory. Tried to allocate 30.00 GiB"]
+    teardown = "[2026-01-02 10:00:01] Received sigquit from a child process. It usually means the child failed."
+    d = rules_engine.diagnose_text(join(crash, [teardown]))
+    assert d.category == "kv-cache-too-small" and "worker-dead" in {s.category for s in d.symptoms}
+    assert rules_engine.diagnose_text(teardown).category == "worker-dead"  # alone, the teardown is what there is
