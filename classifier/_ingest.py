@@ -39,8 +39,9 @@ _CONTAINER = re.compile(r"^(?:[A-Za-z0-9][\w.-]*[ \t]+\|(?: |$)|\[pod/[^\]\s]+\]
 _SUPERVISOR = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \| [A-Z]+ +\| (?:stdout|stderr) \| ", re.M)
 # Colour codes pasted in caret notation (`^[[31m`), as a pager or a terminal copy shows them.
 _CARET_ANSI = re.compile(r"\^\[\[[0-?]*[ -/]*[@-~]")
-# A text table (Triton's model status table) whose long cells wrap onto continuation rows.
-_TABLE = re.compile(r"^[ \t]*\+-[-+]*\+[ \t]*\n(?:[ \t]*[|+].*(?:\n|$))+", re.M)
+# A text table (Triton's model status table, whole or only its rows) whose long cells wrap onto
+# continuation rows: a row, then more rows or borders.
+_TABLE = re.compile(r"^[ \t]*[|+].*(?:\n[ \t]*[|+].*)+", re.M)
 _RUNNER_MARKS = re.compile(r"\||\[pod/|\]: |\dT\d\d:\d\d:")  # a cheap look before the full check
 CONTAINER_SHARE = 0.5  # the prefix is the runner's when at least this share of the first lines carry one
 _SAMPLE_LINES = 200
@@ -171,7 +172,7 @@ def normalize(text: str) -> str:
         text = _CONTAINER.sub("", text)
     if "| std" in text[:4096] and _runner_prefixed(text, _SUPERVISOR):
         text = _SUPERVISOR.sub("", text)
-    if "+-" in text and "\n|" in text:
+    if ("\n|" in text or text.startswith("|")) and "|  " in text:
         text = _TABLE.sub(_join_wrapped_cells, text)
     return text
 

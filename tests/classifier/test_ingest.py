@@ -183,6 +183,8 @@ def test_a_status_cell_wrapped_over_rows_reads_as_one_line_on_the_row_that_opens
 def test_a_table_cut_short_by_the_paste_still_joins_its_last_row():
     cut = MODEL_TABLE.split("\n")[:5] + ["|              |         | ror: not permitted (/src/ru"]
     assert normalize("\n".join(cut)).split("\n")[4].endswith("CUDA error: not permitted (/src/ru |")
+    rows = MODEL_TABLE.split("\n")[3:6]  # only the rows, no border: pasted from the middle of the table
+    assert normalize("\n".join(rows)).split("\n")[1].endswith("CUDA error: not permitted (/src/runti |")
 
 
 def test_a_log_is_held_once_as_utf8_bytes_and_read_as_text_on_demand(tmp_path):
