@@ -31,6 +31,10 @@ MAX_NATIVE = 200       # error lines looked under, in a log that repeats its fai
 _NUMBERED = re.compile(r"^\s*#?\d+\s+(?:0x[0-9a-fA-F]+\s+)?(?:in\s+)?")  # `3  0x7f… `, `#3 0x… in `, ` 8 0x… `
 _SYMBOL = re.compile(r"(?<![\w./+-])((?:[A-Za-z_]\w*::)*~?[A-Za-z_]\w*)\s*\(")
 _QUALIFIED = re.compile(r"(?<![\w./+-])((?:[A-Za-z_]\w*::)+~?[A-Za-z_]\w*)\s*\(")
+# A frame as glibc's backtrace and UCX print it: the library, then the mangled symbol and an offset
+# (`libtensorrt_llm.so(_ZN12tensorrt_llm7runtime9IpcMemory17allocateIpcMemoryEv+0x2ad)`).
+_MANGLED = re.compile(r"\((_ZN[A-Za-z0-9_]+)[+)]")
+_NAME_PART = re.compile(r"(\d+)")
 
 _EXC_TYPE = re.compile(r"^([A-Za-z_][\w.]*)")
 _SUBJECT = re.compile(r"'([A-Za-z_]\w{3,})' object\b")  # the interpreter's own wording names the object's class
@@ -117,13 +121,32 @@ def attribute_native(data: bytes, offset: Callable[[int], int], errors: Iterable
                     break
                 continue
             framed = True  # a frame without a symbol (`lib.so(+0x1ade70) [0x…]`) still continues the backtrace
-            if m is not None:
+            mangled = _MANGLED.search(raw) if numbered is not None else None
+            if mangled is not None:
+                symbols.append(_demangled(mangled.group(1)).lower())
+            elif m is not None:
                 symbols.append(m.group(1).lower())
         found = _innermost(symbols[::-1], "", paths) if symbols else None  # printed innermost first
         if found is not None:
             hits.append(Hit(incident="", category=found[0], pattern=f"native frame: {found[1]}",
                             specificity=SPECIFICITY, line=line, symptom=found[0] in symptoms))
     return hits
+
+
+def _demangled(symbol: str) -> str:
+    """The qualified name an Itanium-mangled symbol's nested name spells (`_ZN12tensorrt_llm7runtime9
+    IpcMemory17allocateIpcMemoryEv` -> `tensorrt_llm::runtime::IpcMemory::allocateIpcMemory`): enough
+    to read whose code a frame is in; argument types and templates are left out."""
+    parts: list[str] = []
+    pos = 3 + (symbol[3:4] == "K")  # `_ZN`, and `K` for a const member function
+    while pos < len(symbol):
+        m = _NAME_PART.match(symbol, pos)
+        if m is None:
+            break
+        size, pos = int(m.group(1)), m.end()
+        parts.append(symbol[pos:pos + size])
+        pos += size
+    return "::".join(parts) or symbol
 
 
 def attribute_subject(lines: Iterable[Line], code_paths: Iterable[CodePath], named: Iterable[int] = (),

@@ -124,10 +124,14 @@ class MessageIndex:
             category = self.place(loc.group(1), line.body) or self._place_by_tail(loc.group(1), line.body)
             if category is not None:
                 return category, f"location: {loc.group(1)}:{loc.group(2)}"
-        t = self.lookup(line.body, ERROR_LEVELS)
+        # The message it is: the most literal template, an error's or a warning's. A warning's place
+        # counts only where an entry takes warnings (NCCL reports a failed verbs call with `WARN`).
+        t = self.lookup(line.body, ERROR_LEVELS | WARNING_LEVELS)
         if t is None or self.places_nothing(t):
             return None, ""
-        return self.place(t.file, t.template), f"catalogue: {t.engine} {t.file} in {t.function}"
+        warned = t.level in WARNING_LEVELS
+        return (self.place(t.file, t.template, warning=warned),
+                f"catalogue: {t.engine} {t.file} in {t.function}" + (" (a warning)" if warned else ""))
 
     def _place_by_tail(self, path: str, message: str) -> str | None:
         """A location printed from a build machine's own path (`/workspace/cpp/matcher.cc`) is the

@@ -63,8 +63,10 @@ def read_log(log: str | bytes, scanner: Scanner, corpus: Corpus, patterns: Lifec
         warnings = [l for l in whole.lines if not l.frame and levels[l.no] == Severity.WARNING]
         hits += messages.warned(warnings, {h.line.no for h in hits}, symptom_roles)
     serious = [l for l in whole.lines if not l.frame and (l.exception or levels[l.no] >= Severity.ERROR)]
-    hits += attribute_native(shape.data, shape.offset, serious, corpus.code_paths, {h.line.no for h in hits},
-                             symptom_roles)
+    # A crash handler's line names only a symptom (`Caught signal 7 (Bus error …)`: a worker died); the
+    # native backtrace under it still says whose code faulted.
+    hits += attribute_native(shape.data, shape.offset, serious, corpus.code_paths,
+                             {h.line.no for h in hits if not h.symptom}, symptom_roles)
     attributed = attribute(whole, corpus.code_paths, {h.line.no for h in hits}, symptom_roles)
     for h in attributed.cut:  # a traceback cut before its exception still ended something
         levels[h.line.no] = max(levels.get(h.line.no, Severity.INFO), Severity.ERROR)

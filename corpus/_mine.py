@@ -55,6 +55,7 @@ _CPP_CALL = re.compile(r"\b(" + "|".join(re.escape(m) for m in sorted(
 _CPP_STREAM = re.compile(r"(?<![\w.])(" + "|".join(re.escape(m).replace(r"\(", r"\(\s*").replace(r"\)", r"\s*\)")
                                                 for m in sorted(CPP_STREAMS, key=len, reverse=True)) + r")(?!\w)")
 _CPP_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+_CPP_NOT_CODE = re.compile(r"\\\s*\n|//[^\n]*|/\*.*?\*/", re.S)  # a macro's line continuations, comments
 _CPP_FORMAT = re.compile(r"%[-+ #0]*\d*(?:\.\d+)?(?:hh|h|ll|l|z|j|t|L)?[diouxXeEfgGcspaA]|%%|\{\}")
 _PY_PERCENT = re.compile(r"%(?:\([^)]*\))?[-+ #0]*\d*(?:\.\d+)?[diouxXeEfgGcrsa%]")
 _PY_BRACES = re.compile(r"\{[^{}]*\}")
@@ -368,10 +369,18 @@ def _call(source: str, pos: int, limit: int = 4000) -> tuple[list[str], int] | N
 
 def _cpp_message(args: list[str]) -> list[str | None] | None:
     """The format string (adjacent literals joined) with printf/{} placeholders; the rest are values."""
-    strings = _CPP_STRING.findall(args[0])
-    if not strings:
+    found = list(_CPP_STRING.finditer(args[0]))
+    if not found:
         return None
-    text = "".join(_unescape(s) for s in strings)
+    # Literals joined; a name between two of them is a macro's argument pasted into the text
+    # (`"Call to " name " failed with error %s"`), a value like any other.
+    pieces = [_unescape(found[0].group(1))]
+    for before, m in zip(found, found[1:]):
+        gap = _CPP_NOT_CODE.sub("", args[0][before.end():m.start()]).strip()
+        if gap:  # `"%" PRIu64` completes a conversion; any other name is a value of its own
+            pieces.append("s" if pieces[-1].endswith("%") else "%s")
+        pieces.append(_unescape(m.group(1)))
+    text = "".join(pieces)
     parts: list[str | None] = []
     pos = 0
     for m in _CPP_FORMAT.finditer(text):

@@ -202,3 +202,17 @@ def test_a_request_parameter_the_api_layer_applies_is_the_requests_configuration
     )
     d = rules_engine.diagnose_text(text)
     assert d.category == "invalid-config" and d.initiating.text.startswith("IndexError")
+
+
+def test_a_crash_handlers_backtrace_of_mangled_frames_is_read_by_its_innermost_known_symbol(rules_engine):
+    """UCX's and glibc's backtraces print `lib.so(_ZN…+0x2ad)`: the mangled nested name says whose code
+    faulted, under a line that names only a dead worker."""
+    crash = ("[node-2:4411:0:4411] Caught signal 7 (Bus error: nonexistent physical address)\n"
+             "==== backtrace (tid:   4411) ====\n"
+             " 0  /opt/hpcx/ucx/lib/libucs.so.0(ucs_handle_error+0x2e4) [0x7f1c2a3e4774]\n"
+             " 1  /opt/trtllm/libs/libtensorrt_llm.so(_ZN12tensorrt_llm7runtime9IpcMemory17allocateIpcMemoryEv+0x2ad)"
+             " [0x7f1b9c0a12ad]\n"
+             " 2  /opt/trtllm/libs/libtensorrt_llm.so(_ZNK12tensorrt_llm7runtime9IpcMemoryC1Emm+0x61) [0x7f1b9c0a1b41]\n")
+    d = rules_engine.diagnose_text(crash)
+    assert d.category == "distributed-comm" and d.passes.rules.get("distributed-comm") == 0.5
+    assert d.passes.rules.get("worker-dead")  # the handler's line is still the symptom it names

@@ -52,6 +52,15 @@ def test_cpp_checks_and_logs_become_templates():
         "[TensorRT-LLM][ERROR] Assertion failed: mpiSize >= tp && pipelineStages(pp) > 0 (worldCheck.cpp:7)")
 
 
+def test_a_name_pasted_between_literals_is_a_value_and_a_format_macro_completes_its_conversion():
+    found = _by_template()
+    # `"Call to " name " failed with error %s"` inside a macro, its lines continued with backslashes
+    assert found["Call to {} failed with error {}"].level == "warning"
+    assert "Call to failed with error {}" not in found
+    # `"%" PRIu64 " is above the " /* comment */ "configured limit"`
+    assert found["Token count {} is above the configured limit"].level == "error"
+
+
 def test_cpp_stream_macros_print_their_head_then_what_is_streamed():
     found = _by_template()
     check = found["Check failed: (row >= 0 && row < rows) is false: Mask row {} lies outside the batch of {} rows"]

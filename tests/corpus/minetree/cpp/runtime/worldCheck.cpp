@@ -12,3 +12,13 @@ void validateWorld(int mpiSize, int tp, int pp)
         TLLM_THROW("Tensor parallelism of %d is not supported here", tp);
     }
 }
+
+#define CHECK_CALL(name, call) \
+    do { int ret = call; if (ret != 0) { \
+        TLLM_LOG_WARNING("Call to " name " failed with error %s", strerror(ret)); \
+    } } while (0)
+
+void countTokens(unsigned long long n)
+{
+    TLLM_LOG_ERROR("Token count %" PRIu64 " is above the " /* the build's */ "configured limit", n);
+}
