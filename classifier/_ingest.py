@@ -13,36 +13,62 @@ import io
 import re
 import zipfile
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import AnyStr, BinaryIO, Generic, Protocol
 
 from servetriage._errors import InputError, InputTooLarge
 
-CHUNK = 1 << 20
 _BINARY_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".pdf", ".so", ".bin", ".pt", ".safetensors", ".whl",
                     ".tar", ".xz", ".bz2", ".7z", ".exe", ".pyc", ".npy"}
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-_FENCE = re.compile(r"^[ \t]*```[A-Za-z0-9_+-]*[ \t]*$\n?|^[ \t]*```|```[ \t]*$", re.M)
-_QUOTE = re.compile(r"^(?:>|&gt;)(?: |$)", re.M)
+_ANSI = r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])"
+_FENCE = r"^[ \t]*```[A-Za-z0-9_+-]*[ \t]*$\n?|^[ \t]*```|```[ \t]*$"
+_QUOTE = r"^(?:>|&gt;)(?: |$)"
 # A runner's own prefix on every line: docker compose `vllm-1  | `, kubectl/stern `[pod/x/c] `,
 # journald `Dec 03 10:00:01 gpu-7 vllm[2291]: `, a Kubernetes node's container log (CRI)
 # `2025-07-25T07:53:08.217487+08:00 stdout F `, `kubectl logs --timestamps` / `docker logs -t`
 # `2025-07-25T07:53:08.217487123Z `, a log explorer's export of the same, one list item a line, and
 # Google Cloud Logging's copy, severity first (`ERROR 2025-07-25T07:53:08.217487123Z `).
-_CONTAINER = re.compile(r"^(?:[A-Za-z0-9][\w.-]*[ \t]+\|(?: |$)|\[pod/[^\]\s]+\] "
-                        r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@-]+(?:\[\d+\])?: "
-                        r"|(?:- |(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) )?"
-                        r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?(?: (?:stdout|stderr) [FP])? )", re.M)
+_CONTAINER = (r"^(?:[A-Za-z0-9][\w.-]*[ \t]+\|(?: |$)|\[pod/[^\]\s]+\] "
+              r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@-]+(?:\[\d+\])?: "
+              r"|(?:- |(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) )?"
+              r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?(?: (?:stdout|stderr) [FP])? )")
 # A parent process that logs its child's output streams, inside or outside a runner's prefix
 # (FastChat's `2024-02-20 21:46:23 | ERROR | stderr | `: the level is the stream's, not the line's).
-_SUPERVISOR = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \| [A-Z]+ +\| (?:stdout|stderr) \| ", re.M)
+_SUPERVISOR = r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \| [A-Z]+ +\| (?:stdout|stderr) \| "
 # Colour codes pasted in caret notation (`^[[31m`), as a pager or a terminal copy shows them.
-_CARET_ANSI = re.compile(r"\^\[\[[0-?]*[ -/]*[@-~]")
+_CARET_ANSI = r"\^\[\[[0-?]*[ -/]*[@-~]"
 # A text table (Triton's model status table, whole or only its rows) whose long cells wrap onto
 # continuation rows: a row, then more rows or borders.
-_TABLE = re.compile(r"^[ \t]*[|+].*(?:\n[ \t]*[|+].*)+", re.M)
-_RUNNER_MARKS = re.compile(r"\||\[pod/|\]: |\dT\d\d:\d\d:")  # a cheap look before the full check
+_TABLE = r"^[ \t]*[|+].*(?:\n[ \t]*[|+].*)+"
+_RUNNER_MARKS = r"\||\[pod/|\]: |\dT\d\d:\d\d:"  # a cheap look before the full check
+
+
+@dataclasses.dataclass(frozen=True)
+class _Paste(Generic[AnyStr]):
+    """What a paste adds around a log, as patterns over its text or over its UTF-8 bytes (a whole log
+    is normalised as bytes, never held as text): one source for both."""
+
+    ansi: re.Pattern[AnyStr]
+    caret: re.Pattern[AnyStr]
+    fence: re.Pattern[AnyStr]
+    quote: re.Pattern[AnyStr]
+    container: re.Pattern[AnyStr]
+    supervisor: re.Pattern[AnyStr]
+    table: re.Pattern[AnyStr]
+    runner_marks: re.Pattern[AnyStr]
+    word: Callable[[str], AnyStr]  # a literal of the same kind
+
+    @staticmethod
+    def of(word: Callable[[str], AnyStr]) -> _Paste[AnyStr]:
+        def rx(source: str, flags: int = 0) -> re.Pattern[AnyStr]:
+            return re.compile(word(source), flags)
+        return _Paste(rx(_ANSI), rx(_CARET_ANSI), rx(_FENCE, re.M), rx(_QUOTE, re.M), rx(_CONTAINER, re.M),
+                      rx(_SUPERVISOR, re.M), rx(_TABLE, re.M), rx(_RUNNER_MARKS), word)
+
+
+_TEXT: _Paste[str] = _Paste.of(str)
+_BYTES: _Paste[bytes] = _Paste.of(str.encode)
 CONTAINER_SHARE = 0.5  # the prefix is the runner's when at least this share of the first lines carry one
 _SAMPLE_LINES = 200
 
@@ -135,10 +161,26 @@ def from_stream(stream: BinaryIO, name: str, limit: int) -> LogText:
         if isinstance(exc, InputError):
             raise
         raise InputError(f"{name}: damaged archive or unreadable input ({_short(exc)})") from None
-    size = len(data)
-    text = decode(data)
-    del data  # the raw bytes go before normalising copies the text, and the text once it is encoded
-    return LogText.of(name, normalize(text), size)
+    return LogText(name=name, data=normalize(_utf8(data)), size=len(data))
+
+
+def _utf8(data: bytes | bytearray) -> bytes:
+    """The input as UTF-8 bytes, never decoded whole: UTF-8 stays as it is (a byte that is not UTF-8
+    reads as U+FFFD wherever a line is decoded), less a BOM and NULs; another encoding is re-encoded."""
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    elif _foreign(data):
+        return decode(data).encode("utf-8", "surrogatepass")
+    out = bytes(data)  # no copy when it is bytes already
+    return out.replace(b"\x00", b"") if b"\x00" in out else out
+
+
+def _foreign(data: bytes | bytearray) -> bool:
+    """UTF-16 or UTF-32, by a BOM or by the zero bytes of UTF-16 text."""
+    if data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return True
+    sample = data[:4096]
+    return len(sample) >= 8 and sample[1::2].count(0) > len(sample) // 4 and sample[0::2].count(0) < len(sample) // 16
 
 
 def decode(data: bytes | bytearray) -> str:
@@ -154,35 +196,46 @@ def decode(data: bytes | bytearray) -> str:
     return text.replace("\x00", "") if "\x00" in text else text
 
 
-def normalize(text: str) -> str:
+def normalize(text: AnyStr) -> AnyStr:
     """Strip what the paste added (colour codes, CRLF, code fences, quote markers, a container runner's
-    prefixes), keep every log line."""
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    if "^[[" in text:
-        text = _CARET_ANSI.sub("", text)
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if "```" in text:
-        text = _FENCE.sub("", text)
-    if ">" in text[:4096] or "&gt;" in text[:4096]:
-        text = _QUOTE.sub("", text)
+    prefixes), keep every log line. `text` is text, or text as UTF-8 bytes (a whole log read from a file)."""
+    p = _TEXT if isinstance(text, str) else _BYTES
+    w = p.word
+    if w("\x1b") in text:
+        text = p.ansi.sub(w(""), text)
+    if w("^[[") in text:
+        text = p.caret.sub(w(""), text)
+    if w("\r") in text:
+        text = text.replace(w("\r\n"), w("\n")).replace(w("\r"), w("\n"))
+    if w("```") in text:
+        text = p.fence.sub(w(""), text)
     head = text[:4096]
-    if _RUNNER_MARKS.search(head) and _runner_prefixed(text, _CONTAINER):
-        text = _CONTAINER.sub("", text)
-    if "| std" in text[:4096] and _runner_prefixed(text, _SUPERVISOR):
-        text = _SUPERVISOR.sub("", text)
-    if ("\n|" in text or text.startswith("|")) and "|  " in text:
-        text = _TABLE.sub(_join_wrapped_cells, text)
+    if w(">") in head or w("&gt;") in head:
+        text = p.quote.sub(w(""), text)
+    head = text[:4096]
+    if p.runner_marks.search(head) and _runner_prefixed(text, p.container, w("\n")):
+        text = p.container.sub(w(""), text)
+    if w("| std") in text[:4096] and _runner_prefixed(text, p.supervisor, w("\n")):
+        text = p.supervisor.sub(w(""), text)
+    if (w("\n|") in text or text.startswith(w("|"))) and w("|  ") in text:
+        text = p.table.sub(_join_table, text)
     return text
 
 
-def _join_wrapped_cells(table: re.Match[str]) -> str:
+def _join_table(table: re.Match[AnyStr]) -> AnyStr:
+    """`_join_wrapped_cells` for a table found in text or in bytes (a table is small: decoded to read it)."""
+    found = table.group(0)
+    if isinstance(found, str):
+        return _join_wrapped_cells(found)
+    return _join_wrapped_cells(found.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+
+
+def _join_wrapped_cells(table: str) -> str:
     """Triton prints each model's status in a table whose last cell wraps onto rows with the other cells
     blank, cut at the column's width wherever that falls (`… operation no` / `t supported (…:170)`), and
     starts a row for each line of a multi-line status. The row that opens a cell gets its whole text, so
     the message reads as one line; the continuation rows stay, so every line keeps its number."""
-    lines = table.group(0).split("\n")
+    lines = table.split("\n")
     row = -1                 # the row that opened the cell being continued (-1: none)
     heads: list[str] = []    # that row's other cells
     joined, last = "", ""    # the cell's text so far; the raw last piece, to see whether it was cut mid-line
@@ -200,7 +253,7 @@ def _join_wrapped_cells(table: re.Match[str]) -> str:
             changed = True
         elif cells[0].strip():
             row, heads, joined, last = i, [c.strip() for c in cells[:-1]], _cell_text(cells[-1]), cells[-1]
-    return "\n".join(lines) if changed else table.group(0)
+    return "\n".join(lines) if changed else table
 
 
 def _cell_text(cell: str) -> str:
@@ -214,25 +267,27 @@ def _filled(cell: str) -> bool:
     return bool(text) and len(text.rstrip()) == len(text)
 
 
-def _runner_prefixed(text: str, prefix: re.Pattern[str]) -> bool:
+def _runner_prefixed(text: AnyStr, prefix: re.Pattern[AnyStr], newline: AnyStr) -> bool:
     """Most of the first lines carry a runner's `prefix` (so a table's `|` is left alone)."""
-    lines = [l for l in text[:65536].split("\n", _SAMPLE_LINES)[:_SAMPLE_LINES] if l.strip()]
+    lines = [l for l in text[:65536].split(newline, _SAMPLE_LINES)[:_SAMPLE_LINES] if l.strip()]
     return bool(lines) and sum(1 for l in lines if prefix.match(l)) >= CONTAINER_SHARE * len(lines)
 
 
-def _read_limited(stream: _Reader, name: str, limit: int) -> bytearray:
-    """The whole stream under `limit`, as the buffer it was read into (no copy of a 100 MB log)."""
-    buf = bytearray()
+def _read_limited(stream: _Reader, name: str, limit: int) -> bytes:
+    """The whole stream under `limit`: a file in one read (its bytes are the log's, not a copy)."""
+    chunks: list[bytes] = []
+    total = 0
     while True:
-        chunk = stream.read(min(CHUNK, limit + 1 - len(buf)))
+        chunk = stream.read(limit + 1 - total)
         if not chunk:
-            return buf
-        buf += chunk
-        if len(buf) > limit:
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > limit:
             raise InputTooLarge(f"{name}: larger than the {_mb(limit)} limit (SERVETRIAGE_MAX_INPUT_MB)")
 
 
-def _read_zip(stream: BinaryIO, name: str, limit: int) -> bytearray:
+def _read_zip(stream: BinaryIO, name: str, limit: int) -> bytes:
     """A zip is one incident: its text members are joined, each under a `==> member <==` header."""
     if not stream.seekable():
         stream = io.BytesIO(_read_limited(stream, name, limit))
@@ -254,7 +309,7 @@ def _read_zip(stream: BinaryIO, name: str, limit: int) -> bytearray:
                 raise InputTooLarge(f"{name}: unpacks to more than the {_mb(limit)} limit (SERVETRIAGE_MAX_INPUT_MB)")
         if not members:
             raise InputError(f"{name}: zip archive holds no text files")
-        return out
+        return bytes(out)
 
 
 def _peek_zip_member(zf: zipfile.ZipFile, member: zipfile.ZipInfo) -> bytes:

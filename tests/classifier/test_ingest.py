@@ -1,3 +1,4 @@
+import codecs
 import gzip
 import io
 import time
@@ -194,3 +195,18 @@ def test_a_log_is_held_once_as_utf8_bytes_and_read_as_text_on_demand(tmp_path):
     assert log.data == "INFO 进度 \u2588\u2588\u2588\nRuntimeError: CUDA error\n".encode() and log.size == len(raw)
     assert log.text == log.data.decode() and not log.blank
     assert from_bytes(b" \n\t\n", "paste", MB).blank
+
+
+@pytest.mark.parametrize("pasted", [
+    "```\r\n> \x1b[31mERROR\x1b[0m 进度 \u2588\u2588 boom\r\n&gt; second\r\n```\r\n",
+    "^[[31mJob failed^[[39m\n",
+    "".join(f"Dec 03 10:00:0{n} gpu-node-7 vllm[2291]: line {n} \u2588\n" for n in range(5)),
+    "".join(f"qa-stack-local  | 2026-01-05 08:00:0{n} | ERROR | stderr | frame {n}\n" for n in range(4)),
+    MODEL_TABLE,
+])
+def test_a_file_is_normalised_as_bytes_the_way_its_text_would_be(pasted):
+    """A whole log is normalised as UTF-8 bytes, never decoded whole: the same result as its text."""
+    assert normalize(pasted.encode()) == normalize(pasted).encode()
+    assert from_bytes(pasted.encode(), "f", MB).text == normalize(pasted)
+    assert from_bytes(codecs.BOM_UTF8 + pasted.encode(), "f", MB).text == normalize(pasted)  # less its BOM
+    assert from_bytes(pasted.encode() + b"\x00", "f", MB).data == normalize(pasted).encode()  # and its NULs
