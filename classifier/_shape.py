@@ -62,6 +62,9 @@ class LifecyclePatterns:
         every += [b.start for b in lifecycle.printout_blocks] + list(lifecycle.printouts)
         self.markers = _union(every, over_bytes=True)
         self.progress = _union((*lifecycle.progress, *lifecycle.ready), over_bytes=True)
+        # what handles a fault before it: progress, and an engine that finished starting although its HTTP
+        # server's banner (which opens no new run) is still to come
+        self.handled = _union((*lifecycle.progress, *lifecycle.ready, *lifecycle.started), over_bytes=True)
         self.printout = _union(lifecycle.printouts)
         self.stats = _union(lifecycle.stats)
         self.stopping = _union(lifecycle.stopping)
@@ -235,8 +238,9 @@ class LogShape:
         return False
 
     def next_progress(self, first: int, before: int) -> int | None:
-        """The first progress line in `first`..`before - 1`."""
-        rx = self.patterns.progress
+        """The first line in `first`..`before - 1` that handles a fault before it (progress, or the
+        engine's start-up finished)."""
+        rx = self.patterns.handled
         if rx is None or before <= first:
             return None
         m = rx.search(self.data, self.offset(first), self.offset(before))

@@ -177,7 +177,7 @@ def load_recovery(categories: dict[str, Category], path: Path | None = None,
     return out
 
 
-_LIFECYCLE_LISTS = ("banners", "ready", "progress", "stats", "stopping", "stopped", "printouts")
+_LIFECYCLE_LISTS = ("banners", "ready", "started", "progress", "stats", "stopping", "stopped", "printouts")
 _SEVERITIES = ("fatal", "error", "warning")
 
 

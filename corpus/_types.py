@@ -73,6 +73,7 @@ class Lifecycle:
 
     banners: tuple[str, ...] = ()         # a server (re)starting
     ready: tuple[str, ...] = ()           # start-up finished
+    started: tuple[str, ...] = ()         # the engine is up, its HTTP server not yet: what came before was handled
     progress: tuple[str, ...] = ()        # work done: non-zero throughput, a request answered
     stats: tuple[str, ...] = ()           # periodic statistics lines, whatever their figures
     stopping: tuple[str, ...] = ()        # an operator's stop under way

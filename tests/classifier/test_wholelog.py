@@ -322,3 +322,19 @@ def test_a_symptom_a_rule_names_under_a_traceback_silences_nothing_before_it(rul
     d = rules_engine.diagnose_text(join(crash, [teardown]))
     assert d.category == "kv-cache-too-small" and "worker-dead" in {s.category for s in d.symptoms}
     assert rules_engine.diagnose_text(teardown).category == "worker-dead"  # alone, the teardown is what there is
+
+
+def test_a_vllm_start_up_that_reached_its_route_table_is_healthy(rules_engine):
+    """vLLM lists its routes once the engine is up: the fallback notices printed while it started were
+    handled, even in a paste that ends there (no uvicorn line yet), and uvicorn's banner after the routes
+    opens no new run."""
+    start = ["(Worker_TP0 pid=184) WARNING 03-01 04:56:15 [marlin_utils_fp8.py:112] Your GPU does not have native "
+             "support for FP8 computation but FP8 quantization is being used. Weight-only FP8 compression will be used.",
+             "(Worker_TP0 pid=184) WARNING 03-01 04:58:26 [kv_cache_utils.py:1208] Add 3 padding layers, may waste at "
+             "most 6.25% KV cache memory"]
+    routes = ["(APIServer pid=1) INFO 03-01 04:58:58 [launcher.py:37] Available routes are:",
+              "(APIServer pid=1) INFO 03-01 04:58:58 [launcher.py:46] Route: /health, Methods: GET"]
+    assert rules_engine.focus(join(start, routes)).lines == ()
+    assert rules_engine.focus(join(start)).lines  # cut before the routes: the notices are the subject
+    d = rules_engine.diagnose_text(join(vllm_startup(), start, routes, vllm_traffic(3), vllm_oom_crash()))
+    assert d.category == "gpu-oom" and d.runs == 1
