@@ -121,11 +121,11 @@ def find_chain(shape: LogShape, fault_lines: Iterable[Line], hits: Sequence[Hit]
     severities = [known[line.no] if line.no in known else severity(line, shape.patterns) for line in ordered]
     runs = shape.runs([l.no for l, sev in zip(ordered, severities) if sev >= Severity.FATAL])
     starts = [r.first for r in runs]
-    progress = _ProgressAfter(shape)
+    handled_after = _HandledAfter(shape)
     faults = []
     for line, sev in zip(ordered, severities):
         run = runs[max(0, bisect.bisect_right(starts, line.no) - 1)]
-        faults.append(_fault(line, sev, run, progress, category_of.get(line.no), shape, quiet_categories))
+        faults.append(_fault(line, sev, run, handled_after, category_of.get(line.no), shape, quiet_categories))
     ended = [f for f in faults if f.outcome is Outcome.ENDED]
     # A whole log's run fails on an error or worse, or on a line a rule names; an unnamed warning at
     # its end (a deprecation, a fallback notice) ends no run. An excerpt's lines are its subject.
@@ -183,14 +183,15 @@ def _excerpt(shape: LogShape, run: Run) -> bool:
     return not any(m.kind in (BANNER, READY) for m in shape.markers_between(run.first, run.last + 1))
 
 
-class _ProgressAfter:
-    """Whether a run made progress after a line, looked for forward from its faults in line order: each
-    run's lines are read at most once however many faults it holds (a log restarted ten thousand times
-    with a notice in every start-up asks once per start, and each answer is a few lines away)."""
+class _HandledAfter:
+    """Whether a run went on after a line (made progress, or finished starting), looked for forward from
+    its faults in line order: each run's lines are read at most once however many faults it holds (a log
+    restarted ten thousand times with a notice in every start-up asks once per start, and each answer is
+    a few lines away)."""
 
     def __init__(self, shape: LogShape) -> None:
         self._shape = shape
-        self._known: dict[int, tuple[int, int | None]] = {}  # run -> (searched from line, first progress found)
+        self._known: dict[int, tuple[int, int | None]] = {}  # run -> (searched from line, first such line found)
 
     def __call__(self, line_no: int, run: Run) -> bool:
         known = self._known.get(run.index)
@@ -200,17 +201,17 @@ class _ProgressAfter:
                 return False  # none from an earlier line on, so none from this one
             if line_no < found:
                 return True
-        found = self._shape.next_progress(line_no + 1, run.last + 1)
+        found = self._shape.next_handling(line_no + 1, run.last + 1)
         self._known[run.index] = (line_no + 1, found)
         return found is not None
 
 
-def _fault(line: Line, sev: Severity, run: Run, progress_after: _ProgressAfter, category: str | None, shape: LogShape,
+def _fault(line: Line, sev: Severity, run: Run, handled_after: _HandledAfter, category: str | None, shape: LogShape,
            quiet: frozenset[str]) -> Fault:
     in_stop = run.stop_from is not None and run.stop_from <= line.no <= run.last
     if in_stop and (sev < Severity.ERROR or _part_of_stop(line, category, shape, quiet)):
         outcome = Outcome.ORDERLY  # a warning while stopping, or the stop's own lines
-    elif shape.is_progress(line) or (progress_after(line.no, run) and (
+    elif shape.is_progress(line) or (handled_after(line.no, run) and (
             line.rank is None or sev < Severity.ERROR or shape.progress_by(line.rank, line.no, run.last))):
         outcome = Outcome.HANDLED  # the server (a rank's fault: that rank) went on working
     else:

@@ -237,7 +237,7 @@ class LogShape:
                 return True
         return False
 
-    def next_progress(self, first: int, before: int) -> int | None:
+    def next_handling(self, first: int, before: int) -> int | None:
         """The first line in `first`..`before - 1` that handles a fault before it (progress, or the
         engine's start-up finished)."""
         rx = self.patterns.handled
