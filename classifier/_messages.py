@@ -20,7 +20,7 @@ import collections
 import pickle
 import re
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import re2
@@ -77,20 +77,21 @@ class MessageIndex:
 
     def lookup(self, text: str, levels: frozenset[str] | None = None) -> Template | None:
         """The known message `text` holds (the most literal template that matches), else None."""
-        best: Template | None = None
-        for word in set(_WORD.findall(text)):
-            for i in self._by_word.get(word, ()):
-                t = self._templates[i]
-                if levels is not None and t.level not in levels:
-                    continue
-                if best is not None and t.literal <= best.literal:
-                    continue
-                rx = self._compiled.get(i)
-                if rx is None:
-                    rx = self._compiled[i] = re2.compile(t.regex, QUIET)
-                if rx.search(text) is not None:
-                    best = t
-        return best
+        return next(self.matches(text, levels), None)
+
+    def matches(self, text: str, levels: frozenset[str] | None = None) -> Iterator[Template]:
+        """Every known message `text` holds, the most literal first: a wrapper's template
+        (`Worker failed with error '{}'`), then the messages quoted inside it."""
+        candidates = {i for word in set(_WORD.findall(text)) for i in self._by_word.get(word, ())}
+        for i in sorted(candidates, key=lambda i: -self._templates[i].literal):
+            t = self._templates[i]
+            if levels is not None and t.level not in levels:
+                continue
+            rx = self._compiled.get(i)
+            if rx is None:
+                rx = self._compiled[i] = re2.compile(t.regex, QUIET)
+            if rx.search(text) is not None:
+                yield t
 
     def place(self, path: str, message: str = "", warning: bool = False) -> str | None:
         """The category of a source location (and message), per `message_paths`; None when none fits.
@@ -116,22 +117,27 @@ class MessageIndex:
         corpus's own signatures know the symptoms, and a weak one would only hide the cause before it."""
         return self._hits(lines, named, symptoms, self._placed_error, SPECIFICITY)
 
-    def _placed_error(self, line: Line) -> tuple[str | None, str]:
+    def _placed_error(self, line: Line, symptoms: frozenset[str]) -> tuple[str | None, str]:
         # The message's own location is the last one: a glog prefix (Triton's `model_lifecycle.cc:654]`)
         # or a wrapper's names where it was reported, `Assertion failed: … (…/lookaheadDecodingLayer.cpp:56)`
         # where it failed.
         for loc in reversed(list(_CPP_LOCATION.finditer(line.body))):
             category = self.place(loc.group(1), line.body) or self._place_by_tail(loc.group(1), line.body)
-            if category is not None:
+            if category is not None and category not in symptoms:
                 return category, f"location: {loc.group(1)}:{loc.group(2)}"
-        # The message it is: the most literal template, an error's or a warning's. A warning's place
-        # counts only where an entry takes warnings (NCCL reports a failed verbs call with `WARN`).
-        t = self.lookup(line.body, ERROR_LEVELS | WARNING_LEVELS)
-        if t is None or self.places_nothing(t):
-            return None, ""
-        warned = t.level in WARNING_LEVELS
-        return (self.place(t.file, t.template, warning=warned),
-                f"catalogue: {t.engine} {t.file} in {t.function}" + (" (a warning)" if warned else ""))
+        # The message it is: the most literal template that says where, an error's or a warning's. A
+        # wrapper's own template places nothing or only a symptom (vLLM's `Worker failed with error
+        # '…'`): the message quoted inside it is the one that says where. A warning's place counts
+        # only where an entry takes warnings (NCCL reports a failed verbs call with `WARN`).
+        # Wording that could come from anywhere ends the search: it is the message, and it says nothing.
+        for t in self.matches(line.body, ERROR_LEVELS | WARNING_LEVELS):
+            if self.places_nothing(t):
+                break
+            warned = t.level in WARNING_LEVELS
+            category = self.place(t.file, t.template, warning=warned)
+            if category is not None and category not in symptoms:
+                return category, f"catalogue: {t.engine} {t.file} in {t.function}" + (" (a warning)" if warned else "")
+        return None, ""
 
     def _place_by_tail(self, path: str, message: str) -> str | None:
         """A location printed from a build machine's own path (`/workspace/cpp/matcher.cc`) is the
@@ -140,7 +146,7 @@ class MessageIndex:
         places = {self.place(f, message) for f in files}
         return places.pop() if len(places) == 1 else None
 
-    def _placed_warning(self, line: Line) -> tuple[str | None, str]:
+    def _placed_warning(self, line: Line, symptoms: frozenset[str]) -> tuple[str | None, str]:
         t = self.lookup(line.body, WARNING_LEVELS)
         if t is None or self.places_nothing(t):
             return None, ""
@@ -148,13 +154,13 @@ class MessageIndex:
 
     @staticmethod
     def _hits(lines: Iterable[Line], named: Iterable[int], symptoms: frozenset[str],
-              placed: Callable[[Line], tuple[str | None, str]], specificity: float) -> list[Hit]:
+              placed: Callable[[Line, frozenset[str]], tuple[str | None, str]], specificity: float) -> list[Hit]:
         taken = set(named)
         hits: list[Hit] = []
         for line in lines:
             if line.no in taken or line.frame:
                 continue
-            category, where = placed(line)
+            category, where = placed(line, symptoms)
             if category is not None and category not in symptoms:  # where a symptom is printed names no cause
                 hits.append(Hit(incident="", category=category, pattern=where, specificity=specificity, line=line,
                                 symptom=False))

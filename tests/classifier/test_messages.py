@@ -12,7 +12,8 @@ from servetriage.corpus import MessagePath, load_catalogue, mine_tree
 
 TREE = Path(__file__).resolve().parents[1] / "corpus" / "minetree"
 PATHS = (MessagePath("invalid-config", ("runtime/world",), "parallelism"),
-         MessagePath("kv-cache-exhausted", ("mem_cache/",)))
+         MessagePath("kv-cache-exhausted", ("mem_cache/",)),
+         MessagePath("worker-dead", ("executor/",)))
 WARNED = (MessagePath("kv-cache-exhausted", ("mem_cache/",), "[Ee]victing", warnings=True),) + PATHS
 
 
@@ -56,6 +57,21 @@ def test_a_warning_is_a_hit_only_where_an_entry_takes_warnings():
     assert _index().attribute([line], named=(), symptoms=frozenset()) == []
     [hit] = index.attribute([line], named=(), symptoms=frozenset())
     assert hit.category == "kv-cache-exhausted" and hit.pattern.endswith("(a warning)")
+
+
+def test_a_wrappers_line_is_placed_by_the_message_it_quotes():
+    """vLLM's `Worker failed with error '…'` names only a symptom; the message inside it says where."""
+    from servetriage.classifier import Line
+    index = _index()
+    text = ("RuntimeError: Worker failed with error 'Token pool exhausted: need 9 slots but only 1 are free', "
+            "please check the stack trace above for the root cause")
+    line = Line(no=4, text=text, body=text, exception=True)
+    assert index.lookup(text).file == "fakeengine/srt/executor/worker.py"  # the most literal is the wrapper
+    [hit] = index.attribute([line], named=(), symptoms=frozenset({"worker-dead"}))
+    assert hit.category == "kv-cache-exhausted" and "mem_cache/pool.py" in hit.pattern
+    quoting_nothing = text.replace("Token pool exhausted: need 9 slots but only 1 are free", "cannot reach rank 3")
+    assert index.attribute([Line(no=4, text=quoting_nothing, body=quoting_nothing)], named=(),
+                           symptoms=frozenset({"worker-dead"})) == []  # a symptom's place is no hit
 
 
 def test_a_cpp_location_in_the_line_is_read_like_a_frame():
@@ -255,6 +271,9 @@ def test_generic_wording_places_no_line(rules_engine):
     assert generic is not None and index.places_nothing(generic)
     d = rules_engine.diagnose_text("AttributeError: 'Foo' object has no attribute 'bar'")
     assert not d.passes.rules
+    wrapped = ("RuntimeError: Worker failed with error ''NoneType' object has no attribute 'cpu'', "
+               "please check the stack trace above for the root cause")
+    assert not rules_engine.diagnose_text(wrapped).passes.rules  # quoted inside a wrapper, it still places nothing
     specific = index.lookup("AssertionError: 4096 is not divisible by 3")
     assert specific is not None and not index.places_nothing(specific)
 
