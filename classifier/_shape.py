@@ -33,6 +33,10 @@ RANKED_PROGRESS = 64        # progress lines read after a rank's fault to find t
 NEWLINE_CHUNK = 8 << 20     # bytes compared at a time when indexing newlines: a 100 MB log needs no 100 MB mask
 
 _OPTIONS = quiet_options(max_mem=64 << 20)
+# A record of Python's warnings module (`…/torch/cuda/__init__.py:287: UserWarning:`) is the runtime
+# speaking, not the printout: collect_env imports torch, whose warning that this GPU is too new for
+# the build lands inside the environment report.
+_PY_WARNING = re2.compile(r"\.py:\d+: [A-Z]\w*Warning\b", _OPTIONS)
 
 BANNER, READY, STOPPING, STOPPED, BLOCK, PRINTOUT = "banner", "ready", "stopping", "stopped", "block", "printout"
 
@@ -175,7 +179,8 @@ class LogShape:
             raw = self.data[pos: nl if nl >= 0 else len(self.data)].decode("utf-8", "replace")
             pos = nl + 1 if nl >= 0 else len(self.data)
             body, _, stamp, level = parse_prefix(raw)
-            if stamp is not None or level is not None or "Traceback (most recent call last)" in body:
+            if (stamp is not None or level is not None or "Traceback (most recent call last)" in body
+                    or _PY_WARNING.search(body)):
                 break
             last = no
         return last

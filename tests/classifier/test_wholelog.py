@@ -156,6 +156,17 @@ def test_collect_env_output_is_a_printout(rules_engine):
     assert d.category == "unknown" and d.passes.rules == {}
 
 
+def test_a_python_warning_inside_collect_env_output_is_read(rules_engine):
+    """collect_env imports torch: its warning that the GPU is too new for the build is the runtime speaking."""
+    env = ["Collecting environment information...", "PyTorch version: 2.6.0+cu124",
+           "/opt/venv/lib/python3.12/site-packages/torch/cuda/__init__.py:235: UserWarning: ",
+           "NVIDIA RTX PRO 6000 Blackwell with CUDA capability sm_120 is not compatible with the current PyTorch installation.",
+           "The current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90.",
+           "  warnings.warn(", "Is debug build: False", "CUDA used to build PyTorch: 12.4"]
+    d = rules_engine.diagnose_text(join(env))
+    assert d.category == "unsupported-hardware"
+
+
 def test_an_orderly_stop_is_unknown_and_said_so(rules_engine):
     d = rules_engine.diagnose_text(join(vllm_startup(), vllm_traffic(6), vllm_sigterm_stop()))
     assert d.category == "unknown" and d.orderly_stop
