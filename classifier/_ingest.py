@@ -143,8 +143,9 @@ def from_bytes(data: bytes, name: str, limit: int) -> LogText:
 
 
 def from_text(text: str, name: str = "-") -> LogText:
-    """Text that is already decoded (a Slack message): only normalised."""
-    return LogText.of(name, normalize(text), len(text.encode("utf-8", "replace")))
+    """Text that is already decoded (a Slack message): encoded once, then normalised as bytes."""
+    data = text.encode("utf-8", "surrogatepass")
+    return LogText(name=name, data=normalize(data), size=len(data))
 
 
 def from_stream(stream: BinaryIO, name: str, limit: int) -> LogText:
