@@ -37,6 +37,7 @@ ERROR_LEVELS = frozenset({"error", "raise", "assert", "check"})
 WARNING_LEVELS = frozenset({"warning"})
 WARNING_SPECIFICITY = 0.5   # a worded warning: as strong as a code-path attribution, below a known error
 NOISE_LEVELS = frozenset({"info"})
+QUOTED_SHARE = 0.5          # a message quoted in a wrapper's line: at least this share of the text the wrapper's words leave
 
 _WORD = re.compile(rf"[A-Za-z_][A-Za-z0-9_]{{{MIN_ANCHOR - 1},}}")
 _CPP_LOCATION = re.compile(r"([\w./+-]+\.(?:cpp|cu|cuh|cc|h|hpp))[:(](\d+)")
@@ -125,14 +126,20 @@ class MessageIndex:
             category = self.place(loc.group(1), line.body) or self._place_by_tail(loc.group(1), line.body)
             if category is not None and category not in symptoms:
                 return category, f"location: {loc.group(1)}:{loc.group(2)}"
-        # The message it is: the most literal template that says where, an error's or a warning's. A
-        # wrapper's own template places nothing or only a symptom (vLLM's `Worker failed with error
-        # '…'`): the message quoted inside it is the one that says where. A warning's place counts
-        # only where an entry takes warnings (NCCL reports a failed verbs call with `WARN`).
+        # The message it is: the most literal template, an error's or a warning's. A wrapper's own
+        # template places nothing or only a symptom (vLLM's `Worker failed with error '…'`): then a
+        # message quoted inside it says where, if it makes up most of what the wrapper's words leave
+        # (a short template that merely occurs in the quoted text, `{} not found in {}`, says nothing).
         # Wording that could come from anywhere ends the search: it is the message, and it says nothing.
+        # A warning's place counts only where an entry takes warnings (NCCL's failed verbs call, `WARN`).
+        outer: Template | None = None
         for t in self.matches(line.body, ERROR_LEVELS | WARNING_LEVELS):
             if self.places_nothing(t):
                 break
+            if outer is None:
+                outer = t
+            elif t.literal < QUOTED_SHARE * (len(line.body) - outer.literal):
+                break  # the rest are shorter still
             warned = t.level in WARNING_LEVELS
             category = self.place(t.file, t.template, warning=warned)
             if category is not None and category not in symptoms:

@@ -72,6 +72,15 @@ def test_a_wrappers_line_is_placed_by_the_message_it_quotes():
     quoting_nothing = text.replace("Token pool exhausted: need 9 slots but only 1 are free", "cannot reach rank 3")
     assert index.attribute([Line(no=4, text=quoting_nothing, body=quoting_nothing)], named=(),
                            symptoms=frozenset({"worker-dead"})) == []  # a symptom's place is no hit
+    # a short template that merely occurs inside a long quoted text is not the quoted message
+    occurring = text.replace("Token pool exhausted: need 9 slots but only 1 are free",
+                             "rank 3 lost its peer after a timeout, and while draining its queue it also saw "
+                             "No free slots in pool kv (size 0) from the allocator")
+    assert index.attribute([Line(no=4, text=occurring, body=occurring)], named=(),
+                           symptoms=frozenset({"worker-dead"})) == []
+    alone = text.replace("Token pool exhausted: need 9 slots but only 1 are free", "No free slots in pool kv (size 0)")
+    assert [h.category for h in index.attribute([Line(no=4, text=alone, body=alone)], named=(),
+                                                symptoms=frozenset({"worker-dead"}))] == ["kv-cache-exhausted"]
 
 
 def test_a_cpp_location_in_the_line_is_read_like_a_frame():
@@ -274,6 +283,10 @@ def test_generic_wording_places_no_line(rules_engine):
     wrapped = ("RuntimeError: Worker failed with error ''NoneType' object has no attribute 'cpu'', "
                "please check the stack trace above for the root cause")
     assert not rules_engine.diagnose_text(wrapped).passes.rules  # quoted inside a wrapper, it still places nothing
+    # a wrapper that places nothing ('Failed to load {}') is not read through a short template that
+    # only occurs in what it quotes ('{} not found in {}', from a Triton kernel's roofline tool)
+    loading = "[TRT-LLM] [E] Failed to load the checkpoint: config.json not found in /models/llama-70b-ckpt"
+    assert "build-toolchain" not in rules_engine.diagnose_text(loading).passes.rules
     specific = index.lookup("AssertionError: 4096 is not divisible by 3")
     assert specific is not None and not index.places_nothing(specific)
 
