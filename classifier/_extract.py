@@ -18,6 +18,7 @@ import re2
 
 from servetriage._re2 import quiet_options
 
+from ._ingest import as_utf8
 from ._types import Line
 
 MAX_SALIENT = 600           # salient lines kept: the first half and the last half of them
@@ -168,7 +169,7 @@ def _stamp(value: str) -> str:
 def extract(log: str | bytes) -> Extract:
     """Pick the salient lines of a log (tracebacks whole, per rank) with their prefixes parsed. `log` is
     its text, or the text as UTF-8 bytes: what a whole log is held as, read a line at a time."""
-    data = log if isinstance(log, bytes) else log.encode("utf-8", "surrogatepass")
+    data = as_utf8(log)
     total = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     picked = _candidate_lines(data)
     opening = _opening_frame(data)

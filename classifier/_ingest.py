@@ -91,7 +91,7 @@ class LogText:
     @classmethod
     def of(cls, name: str, text: str, size: int | None = None) -> LogText:
         """A log from text already decoded and normalised."""
-        data = text.encode("utf-8", "surrogatepass")
+        data = as_utf8(text)
         return cls(name=name, data=data, size=len(data) if size is None else size)
 
     @property
@@ -103,6 +103,11 @@ class LogText:
     @property
     def blank(self) -> bool:
         return not self.data.strip()
+
+
+def as_utf8(log: str | bytes) -> bytes:
+    """A log as the passes read it: its UTF-8 bytes (text is encoded once, bytes are kept as they are)."""
+    return log if isinstance(log, bytes) else log.encode("utf-8", "surrogatepass")
 
 
 def read_inputs(paths: Iterable[str], limit: int, stdin: BinaryIO | None = None) -> Iterator[LogText]:
@@ -144,7 +149,7 @@ def from_bytes(data: bytes, name: str, limit: int) -> LogText:
 
 def from_text(text: str, name: str = "-") -> LogText:
     """Text that is already decoded (a Slack message): encoded once, then normalised as bytes."""
-    data = text.encode("utf-8", "surrogatepass")
+    data = as_utf8(text)
     return LogText(name=name, data=normalize(data), size=len(data))
 
 

@@ -20,6 +20,7 @@ from servetriage._re2 import quiet_options
 from servetriage.corpus import Corpus, Signature
 
 from ._extract import matching_lines, parse_prefix
+from ._ingest import as_utf8
 from ._types import Hit, Line
 
 _OPTIONS = quiet_options(max_mem=256 << 20)
@@ -80,7 +81,7 @@ class Scanner:
         hits: list[Hit] = []
         matched_by_line: dict[bytes, list[_Rule]] = {}
         repeats: dict[bytes, list[int]] = {}
-        data = log if isinstance(log, bytes) else log.encode("utf-8", "surrogatepass")
+        data = as_utf8(log)
         for line_no, start, end in matching_lines(self._any, data, limit=1 << 62):
             raw_bytes = data[start:end]
             known = matched_by_line.get(raw_bytes)

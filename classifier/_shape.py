@@ -23,6 +23,7 @@ from servetriage._re2 import quiet_options
 from servetriage.corpus import Lifecycle
 
 from ._extract import matching_lines, parse_prefix
+from ._ingest import as_utf8
 from ._types import Line
 
 MAX_MARKERS = 20000      # lifecycle marker lines read at a huge log's head before jumping to its tail
@@ -112,7 +113,7 @@ class LogShape:
         read the same bytes."""
         started = time.perf_counter()
         self.patterns = patterns
-        self.data = log if isinstance(log, bytes) else log.encode("utf-8", "surrogatepass")
+        self.data = as_utf8(log)
         self.total_lines = self.data.count(b"\n") + (0 if self.data.endswith(b"\n") or not self.data else 1)
         self.markers = self._markers()
         self.blocks = self._printout_blocks()
