@@ -330,9 +330,13 @@ def _traceback(data: bytes, no: int, end: int, rank: str | None, block: int) -> 
         # Frames are indented, but pastes often lose the indent: a `File "…", line N, in f` line and
         # the source line under it are frames either way, unless that line is an unindented exception
         # (a frame with no source to show: an extension module, a file not on this machine).
+        # A traceback quoted inside another record (Triton's python backend) is indented whole: there an
+        # indented exception line that is not a frame's source line is the exception, not a frame.
         own_indent = b[:1] in (" ", "\t")
         source_line = after_file and (own_indent or not _EXC_LINE.match(b))
-        indented = own_indent or b.lstrip().startswith(("^", "~")) or is_file or source_line
+        quoted_exception = own_indent and not after_file and not is_file and bool(_EXC_LINE.match(b.lstrip()))
+        indented = ((own_indent and not quoted_exception) or b.lstrip().startswith(("^", "~")) or is_file
+                    or source_line)
         after_file = is_file
         if b.startswith(("During handling of the above exception", "The above exception was the direct cause")):
             unit.append(Line(no=cur, text=raw, body=b.strip(), rank=rank, timestamp=s, level=lv, block=block, frame=True))

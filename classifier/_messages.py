@@ -148,7 +148,8 @@ class MessageIndex:
 
     def _place_by_tail(self, path: str, message: str) -> str | None:
         """A location printed from a build machine's own path (`/workspace/cpp/matcher.cc`) is the
-        catalogue's file with the same last two path parts, when every such file has one category."""
+        catalogue's file with the same last two path parts (a bare name: the same name), when every
+        such file has one category."""
         files = self._by_tail.get(_tail(path), ())
         places = {self.place(f, message) for f in files}
         return places.pop() if len(places) == 1 else None
@@ -179,11 +180,13 @@ def _tail(path: str) -> str:
 
 
 def _tails(templates: Sequence[Template]) -> dict[str, tuple[str, ...]]:
-    """The catalogue's C++ files by their last two path parts (`cpp/matcher.cc`)."""
+    """The catalogue's C++ files by their last two path parts (`cpp/matcher.cc`), and by their name
+    alone, as a library that logs `__FILE__`'s base name prints it (`json_schema_converter.cc:2999:`)."""
     out: dict[str, set[str]] = {}
     for t in templates:
         if t.is_cpp:
             out.setdefault(_tail(t.file), set()).add(t.file)
+            out.setdefault(t.file.rsplit("/", 1)[-1], set()).add(t.file)
     return {k: tuple(sorted(v)) for k, v in out.items()}
 
 

@@ -119,3 +119,18 @@ def test_a_log_read_as_bytes_gives_the_lines_its_text_gives():
     # with nothing salient, the tail is read: its last lines, numbered as they stand
     quiet = "第一行\n\n\u2588 second\nthird\n"
     assert [(l.no, l.text) for l in extract(quiet.encode()).lines] == [(1, "第一行"), (3, "\u2588 second"), (4, "third")]
+
+
+def test_a_traceback_quoted_whole_inside_a_record_keeps_its_exception():
+    """Triton's python backend logs a model's traceback inside one record, indented (its quotes
+    escaped): the exception line is indented too, but it is not a frame's source line."""
+    for quote in ('"', '\\"'):
+        log = ('E0302 08:11:09.004512 311 model.py:120] "Traceback (most recent call last):\n'
+               f'    File {quote}/models/bls/1/model.py{quote}, line 94, in execute\n'
+               "      for part in self.stream(request):\n"
+               f'    File {quote}/models/bls/1/lib/client.py{quote}, line 136, in stream\n'
+               "      raise pb_utils.TritonModelException(responses.error().message())\n"
+               "    c_python_backend_utils.TritonModelException: Executor failed: Assertion failed: bad block\n")
+        lines = {l.no: l for l in extract(log).lines}
+        assert all(lines[n].frame for n in (2, 3, 4, 5)), quote
+        assert lines[6].exception and not lines[6].frame, quote

@@ -193,6 +193,12 @@ def test_a_location_from_a_build_machine_is_the_catalogue_file_of_the_same_name(
     assert hit.category == "structured-output" and hit.pattern == "location: /build/workspace/grammar/matchCheck.cc:41"
     other = text.replace("grammar/matchCheck.cc", "grammar/otherFile.cc")
     assert index.attribute([Line(no=1, text=other, body=other)], named=(), symptoms=frozenset()) == []
+    # a library that logs only `__FILE__`'s base name: the catalogue's file of that name
+    bare = "RuntimeError: matchCheck.cc:41: the grammar cannot go on from here"
+    [hit] = index.attribute([Line(no=1, text=bare, body=bare)], named=(), symptoms=frozenset())
+    assert hit.category == "structured-output" and hit.pattern == "location: matchCheck.cc:41"
+    unknown = bare.replace("matchCheck.cc", "otherFile.cc")
+    assert index.attribute([Line(no=1, text=unknown, body=unknown)], named=(), symptoms=frozenset()) == []
 
 
 def test_a_grammar_library_error_printed_raw_at_the_end_of_a_whole_log_is_found(rules_engine):
