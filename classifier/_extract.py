@@ -34,7 +34,7 @@ _STRONG = (
     r"Traceback \(most recent call last\)|Error\b|[Ee]xception\b|\bERROR\b|\bFATAL\b|\bCRITICAL\b|"
     r"\b[Ee]rror\b|\[E\]|\bCUDA\b|\bcuda[A-Z_]|\bNCCL\b|\bnccl[A-Z]|\bMPI_|\bNVRM\b|\bXid\b|CUBLAS|cuDNN|\bHIP\b|"
     r"\b[Kk]illed\b|\bSIG[A-Z]{3,}|exit code|exited with|core dumped|Aborted|terminate called|what\(\):|"
-    r"[Aa]ssert|\bOOM\b|[Oo]ut of memory|[Tt]imed out|[Tt]imeout|\bdied\b|\bdead\b|[Ff]ailed|[Ff]ailure|"
+    r"[Aa]ssert|\bOOM\b|oom-kill|[Oo]ut of memory|[Tt]imed out|[Tt]imeout|\bdied\b|\bdead\b|[Ff]ailed|[Ff]ailure|"
     r"[Uu]nable to|[Cc]annot |[Cc]ould not|not supported|[Uu]nsupported|[Ii]nvalid|unrecognized|No such file|"
     r"[Pp]ermission denied|[Rr]efused|preempted|[Rr]etract|\bleak|\bhang|\bstuck\b|[Uu]nexpected|"
     r"[Nn]ot enough|[Ii]nsufficient|[Ee]xceed|too (?:small|large|long|old)|[Mm]ismatch|Segfault|"

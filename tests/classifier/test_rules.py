@@ -79,6 +79,15 @@ def test_a_messages_own_detail_line_explains_its_headline(rules_engine):
     assert far.category == "distributed-comm"  # … but a detail far below its headline is a fault of its own
 
 
+def test_the_kernels_oom_killer_under_a_driver_allocation_failure_is_the_hosts_memory(rules_engine):
+    """dmesg: the NVIDIA driver fails a system-memory allocation, then the kernel's OOM killer runs."""
+    driver = "[Mon Mar  2 21:14:03 2026] NVRM: nvCheckOkFailedNoLog: Check failed: Out of memory [NV_ERR_NO_MEMORY]\n"
+    killer = "[Mon Mar  2 21:14:03 2026] python3 invoked oom-killer: gfp_mask=0x140dca(GFP_HIGHUSER_MOVABLE), order=0\n"
+    d = rules_engine.diagnose_text(driver + killer)
+    assert d.category == "host-memory" and d.initiating.line == 2
+    assert rules_engine.diagnose_text(driver).category == "gpu-hardware"  # alone, the seed manual's reading
+
+
 def test_running_out_of_memory_while_capturing_graphs_is_gpu_oom_and_other_capture_failures_are_not(rules_engine):
     """The category spec files an out-of-memory error in graph capture under gpu-oom; a capture that
     fails for another reason is a cuda-graph failure."""
