@@ -232,6 +232,9 @@ def test_a_place_takes_a_message_only_with_the_words_that_say_so(rules_engine):
     assert place("torch/cuda/__init__.py", "Cannot re-initialize CUDA in forked subprocess.") != "cuda-runtime-mismatch"
     assert place("vllm/model_executor/warmup/deep_gemm_warmup.py", "w1 and w2 must have the same number of experts") \
         != "health-check"
+    # the scheduler fails requests whose KV a connector could not load: the transfer, not the pool
+    assert place("vllm/v1/core/sched/scheduler.py", "Failing {} request(s) due to KV load failure") == "disaggregation-transfer"
+    assert place("vllm/v1/core/sched/scheduler.py", "Request {} is preempted") == "kv-cache-exhausted"
 
 
 def test_a_message_that_names_the_gpu_generation_it_needs_is_unsupported_hardware_wherever_it_is(rules_engine):
