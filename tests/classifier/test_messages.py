@@ -235,6 +235,7 @@ def test_a_place_takes_a_message_only_with_the_words_that_say_so(rules_engine):
     # the scheduler fails requests whose KV a connector could not load: the transfer, not the pool
     assert place("vllm/v1/core/sched/scheduler.py", "Failing {} request(s) due to KV load failure") == "disaggregation-transfer"
     assert place("vllm/v1/core/sched/scheduler.py", "Request {} is preempted") == "kv-cache-exhausted"
+    assert place("vllm/model_executor/models/utils.py", "There is no module or parameter named '{}' in {}") == "model-load"
 
 
 def test_a_message_that_names_the_gpu_generation_it_needs_is_unsupported_hardware_wherever_it_is(rules_engine):
