@@ -69,6 +69,7 @@ class _Paste(Generic[AnyStr]):
 
 _TEXT: _Paste[str] = _Paste.of(str)
 _BYTES: _Paste[bytes] = _Paste.of(str.encode)
+_NOT_SPACE = re.compile(rb"\S")  # bytes.strip's whitespace, the same ASCII set
 CONTAINER_SHARE = 0.5  # the prefix is the runner's when at least this share of the first lines carry one
 _SAMPLE_LINES = 200
 
@@ -102,7 +103,8 @@ class LogText:
 
     @property
     def blank(self) -> bool:
-        return not self.data.strip()
+        """Nothing but whitespace: looked for from the start, never by stripping (a copy of the whole log)."""
+        return _NOT_SPACE.search(self.data) is None
 
 
 def as_utf8(log: str | bytes) -> bytes:
