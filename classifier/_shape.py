@@ -63,6 +63,12 @@ class LifecyclePatterns:
                                           (BLOCK, tuple(b.start for b in lifecycle.printout_blocks)),
                                           (PRINTOUT, lifecycle.printouts))
             if (rx := _union(pats, per_line=True)) is not None)  # read on the bytes of each marker line
+        # one set match tells a marker line's kinds (a log restarted thousands of times has tens of
+        # thousands of marker lines: one search per kind and line was a third of its reading)
+        self.kind_set = re2.Set.SearchSet(_OPTIONS)
+        for _, rx in self.kinds:
+            self.kind_set.Add(rx.pattern)
+        self.kind_set.Compile()
         every = [p for kind in (lifecycle.banners, lifecycle.ready, lifecycle.stopping, lifecycle.stopped) for p in kind]
         every += [b.start for b in lifecycle.printout_blocks] + list(lifecycle.printouts)
         self.markers = _union(every, over_bytes=True)
@@ -154,11 +160,10 @@ class LogShape:
         if self.patterns.markers is None:
             return ()
         out: list[Marker] = []
+        kinds = self.patterns.kinds
         for no, start, end in matching_lines(self.patterns.markers, self.data, MAX_MARKERS, tail_bytes=MARKER_TAIL):
-            raw = self.data[start:end]
-            for kind, rx in self.patterns.kinds:
-                if rx.search(raw):
-                    out.append(Marker(no, kind))
+            for i in sorted(self.patterns.kind_set.Match(self.data[start:end])):
+                out.append(Marker(no, kinds[i][0]))
         return tuple(out)
 
     def _printout_blocks(self) -> tuple[tuple[int, int], ...]:
