@@ -162,7 +162,7 @@ class LogShape:
         out: list[Marker] = []
         kinds = self.patterns.kinds
         for no, start, end in matching_lines(self.patterns.markers, self.data, MAX_MARKERS, tail_bytes=MARKER_TAIL):
-            for i in sorted(self.patterns.kind_set.Match(self.data[start:end])):
+            for i in sorted(self.patterns.kind_set.Match(self.data[start:end]) or ()):  # None when no kind matches
                 out.append(Marker(no, kinds[i][0]))
         return tuple(out)
 
