@@ -110,7 +110,12 @@ class MessageIndex:
 
     def is_noise(self, line: Line) -> bool:
         """An info message of an engine (start-up, progress, routes): healthy output, never evidence."""
-        return self.lookup(line.body, NOISE_LEVELS) is not None and self.lookup(line.body, ERROR_LEVELS) is None
+        noise = False
+        for t in self.matches(line.body, NOISE_LEVELS | ERROR_LEVELS):  # one pass over the line's candidates
+            if t.level in ERROR_LEVELS:
+                return False
+            noise = True
+        return noise
 
     def attribute(self, lines: Iterable[Line], named: Iterable[int], symptoms: frozenset[str]) -> list[Hit]:
         """A weak hit for each error line no rule named: its C++ location, else its catalogue template.

@@ -42,9 +42,13 @@ _PY_WARNING = re2.compile(r"\.py:\d+: [A-Z]\w*Warning\b", _OPTIONS)
 BANNER, READY, STOPPING, STOPPED, BLOCK, PRINTOUT = "banner", "ready", "stopping", "stopped", "block", "printout"
 
 
+def _joined(patterns: Iterable[str]) -> str:
+    return "|".join(f"(?:{p})" for p in patterns)
+
+
 def _union(patterns: Iterable[str], over_bytes: bool = False, per_line: bool = False) -> re2._Regexp | None:
     """`over_bytes`: searched over a whole text's bytes; `per_line`: over one line's bytes."""
-    joined = "|".join(f"(?:{p})" for p in patterns)
+    joined = _joined(patterns)
     if not joined:
         return None
     if over_bytes:
@@ -57,17 +61,17 @@ class LifecyclePatterns:
 
     def __init__(self, lifecycle: Lifecycle) -> None:
         self.lifecycle = lifecycle
-        self.kinds: tuple[tuple[str, re2._Regexp], ...] = tuple(
-            (kind, rx) for kind, pats in ((BANNER, lifecycle.banners), (READY, lifecycle.ready),
-                                          (STOPPING, lifecycle.stopping), (STOPPED, lifecycle.stopped),
-                                          (BLOCK, tuple(b.start for b in lifecycle.printout_blocks)),
-                                          (PRINTOUT, lifecycle.printouts))
-            if (rx := _union(pats, per_line=True)) is not None)  # read on the bytes of each marker line
-        # one set match tells a marker line's kinds (a log restarted thousands of times has tens of
-        # thousands of marker lines: one search per kind and line was a third of its reading)
+        # A marker line's kinds, told by one set match over its bytes (a log restarted thousands of times
+        # has tens of thousands of marker lines: one search per kind and line was a third of its reading).
+        kinds = tuple((kind, joined) for kind, pats in ((BANNER, lifecycle.banners), (READY, lifecycle.ready),
+                                                        (STOPPING, lifecycle.stopping), (STOPPED, lifecycle.stopped),
+                                                        (BLOCK, tuple(b.start for b in lifecycle.printout_blocks)),
+                                                        (PRINTOUT, lifecycle.printouts))
+                      if (joined := _joined(pats)))
+        self.kinds: tuple[str, ...] = tuple(kind for kind, _ in kinds)
         self.kind_set = re2.Set.SearchSet(_OPTIONS)
-        for _, rx in self.kinds:
-            self.kind_set.Add(rx.pattern)
+        for _, joined in kinds:
+            self.kind_set.Add(joined.encode())
         self.kind_set.Compile()
         every = [p for kind in (lifecycle.banners, lifecycle.ready, lifecycle.stopping, lifecycle.stopped) for p in kind]
         every += [b.start for b in lifecycle.printout_blocks] + list(lifecycle.printouts)
@@ -163,7 +167,7 @@ class LogShape:
         kinds = self.patterns.kinds
         for no, start, end in matching_lines(self.patterns.markers, self.data, MAX_MARKERS, tail_bytes=MARKER_TAIL):
             for i in sorted(self.patterns.kind_set.Match(self.data[start:end]) or ()):  # None when no kind matches
-                out.append(Marker(no, kinds[i][0]))
+                out.append(Marker(no, kinds[i]))
         return tuple(out)
 
     def _printout_blocks(self) -> tuple[tuple[int, int], ...]:
